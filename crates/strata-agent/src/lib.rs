@@ -1,0 +1,2 @@
+//! strata-agent (placeholder; see ARCHITECTURE.md).
+#![deny(missing_docs)]

@@ -1,0 +1,2 @@
+//! The `strata` binary.
+fn main() {}

@@ -1,0 +1,2 @@
+//! strata-compact (placeholder; see ARCHITECTURE.md).
+#![deny(missing_docs)]

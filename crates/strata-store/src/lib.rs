@@ -1,0 +1,2 @@
+//! strata-store (placeholder; see ARCHITECTURE.md).
+#![deny(missing_docs)]
