@@ -1,2 +1,24 @@
-//! strata-store (placeholder; see ARCHITECTURE.md).
+//! strata-store: the durable side of a session log — how events become bytes on disk and back.
+//!
+//! This layer sits directly above `strata-core` (cli → agent → compact → store → core). It owns
+//! the dsh on-disk vocabulary: the `sourceEventSeqs` range encoding, the directory and file
+//! naming of JSONL sessions, the structural walk over zstd frames and the incremental newline
+//! record scanner that readers feed. It never decides whether an event is acceptable; that is
+//! the core's job, and the store only hands it decoded values. The building blocks here are
+//! pure: they take bytes or values and return values, and perform no I/O of their own.
+//!
+//! ```
+//! use serde_json::json;
+//! use strata_store::{decode_source_seqs, encode_source_seqs};
+//!
+//! let stored = encode_source_seqs(&[1, 3, 4, 5, 7]);
+//! assert_eq!(stored, json!([1, [3, 5], 7]));
+//! assert_eq!(decode_source_seqs(&stored, 8).unwrap(), [1, 3, 4, 5, 7]);
+//! ```
+//!
+//! See ARCHITECTURE.md at the repository root for how the crates fit together.
 #![deny(missing_docs)]
+
+pub use ranges::{decode_source_seqs, encode_source_seqs, RangeError, MAX_SAFE_SEQ};
+
+mod ranges;
