@@ -19,11 +19,13 @@
 //! See ARCHITECTURE.md at the repository root for how the crates fit together.
 #![deny(missing_docs)]
 
+pub use frames::{scan_frames, FrameError, FrameScan, FrameSpan};
 pub use layout::{
     decode_segment, encode_segment, parse_session_file_name, project_key, session_file_name,
     LayoutError, MAX_PROJECT_SLUG_UNITS, NO_CWD_DIR,
 };
 pub use ranges::{decode_source_seqs, encode_source_seqs, RangeError, MAX_SAFE_SEQ};
 
+mod frames;
 mod layout;
 mod ranges;
