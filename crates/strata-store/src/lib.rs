@@ -24,8 +24,12 @@ pub use layout::{
     decode_segment, encode_segment, parse_session_file_name, project_key, session_file_name,
     LayoutError, MAX_PROJECT_SLUG_UNITS, NO_CWD_DIR,
 };
+pub use lines::{
+    Fragment, LineError, LineScanner, LineScannerConfig, Record, DEFAULT_MAX_RECORD_LEN,
+};
 pub use ranges::{decode_source_seqs, encode_source_seqs, RangeError, MAX_SAFE_SEQ};
 
 mod frames;
 mod layout;
+mod lines;
 mod ranges;
