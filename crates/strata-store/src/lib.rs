@@ -4,8 +4,8 @@
 //! the dsh on-disk vocabulary: the `sourceEventSeqs` range encoding, the directory and file
 //! naming of JSONL sessions, the structural walk over zstd frames and the incremental newline
 //! record scanner that readers feed. It never decides whether an event is acceptable; that is
-//! the core's job, and the store only hands it decoded values. The building blocks here are
-//! pure: they take bytes or values and return values, and perform no I/O of their own.
+//! the core's job, and the store only hands it decoded values. The codecs and scanners are
+//! pure (bytes or values in, values out); file I/O belongs only to the stores built on them.
 //!
 //! ```
 //! use serde_json::json;
