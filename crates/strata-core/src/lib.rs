@@ -1,1 +1,63 @@
-//! strata-core.
+//! strata-core: the session log, its surface and the messages derived from it.
+//!
+//! This crate owns the rules of an event-sourced LLM session (the DeepSeek
+//! Harness V3 format): which events a log may hold, how surface events join
+//! or replace nodes of the model-visible *surface*, and how the surface
+//! projects to the messages of the next request. It is the bottom layer of
+//! strata: it never opens a file, reads a clock or touches the network —
+//! time is a parameter, and stores do the I/O between planning an append and
+//! committing it. See `ARCHITECTURE.md` at the repository root.
+//!
+//! ```
+//! use strata_core::{payload, Candidate, SessionHeader, Session, SurfaceIntent};
+//!
+//! let header = SessionHeader::fresh("demo", 1_700_000_000_000).unwrap();
+//! let mut session = Session::create(header).unwrap();
+//! let hello = payload::UserMessage { message: payload::user_text_message("m1", "hello") };
+//! session.append(Candidate::surface(hello, SurfaceIntent::append()), 1_700_000_000_001).unwrap();
+//! let messages = session.derive_messages();
+//! assert_eq!(messages.len(), 1);
+//! assert_eq!(messages[0].role(), "user");
+//! ```
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub use accept::{EventLookup, Window};
+pub use candidate::{Candidate, Intent, LogOnlyPayload, Placement, SurfaceIntent, SurfacePayload};
+pub use derive::DerivedMessages;
+pub use event::{Event, EventType, ReplaceRange, SurfaceMeta, SurfaceOp};
+pub use fork::{
+    any_prefix_seed, closed_turn_seed, fork_session, parse_boundary, ForkError, ForkErrorCode,
+    ForkMode, ForkSeed,
+};
+pub use generation::{Generation, ReplaceSpelling};
+pub use header::{HeaderSpec, SessionHeader};
+pub use message::{project, Message};
+pub use repair::{interrupted_turn_closers, open_turn_closers, CloseCause, Closers};
+pub use request::{canonical_header, fold_request_context, fold_request_header, header_equals};
+pub use rule::{AcceptError, Rule};
+pub use seq::{Seq, SeqRangeError, MAX_SAFE_INTEGER};
+pub use session::{
+    fold_surface, fold_window, AppendPlan, BatchMark, Fold, SeedOptions, Session, StalePlanError,
+};
+pub use surface::{Replacement, SurfaceState};
+pub use wire::RawEvent;
+
+pub mod json;
+pub mod payload;
+
+mod accept;
+mod candidate;
+mod derive;
+mod event;
+mod fork;
+mod generation;
+mod header;
+mod message;
+mod repair;
+mod request;
+mod rule;
+mod seq;
+mod session;
+mod surface;
+mod wire;

@@ -1,0 +1,934 @@
+//! Acceptance: the ordered rule list every candidate event passes (session-core §5).
+//!
+//! One code path serves append, seed, restore and offline folds: a candidate
+//! is checked against the current surface and log, in the order of §5.2
+//! (first failure wins), and the result is either an [`AcceptError`] or an
+//! accepted [`Event`] together with the [`SurfacePlan`] that commits it.
+//! Nothing here mutates; callers apply the plan.
+//!
+//! Which rules run depends on the path (§5.4): seeds and restores check the
+//! envelope and message shapes, appends check JSON losslessness instead, folds
+//! check only surface rules.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::event::{Event, EventType, KeyOrder, ReplaceRange, SurfaceMeta, SurfaceOp};
+use crate::generation::{Generation, ReplaceSpelling};
+use crate::json::{is_lossless, json_equal, non_negative_safe_integer, safe_integer};
+use crate::rule::{AcceptError, Rule};
+use crate::seq::Seq;
+use crate::surface::{find, SurfacePlan, SurfaceState};
+use crate::wire::RawEvent;
+
+/// Which entry point a candidate arrived through; decides which rules run and
+/// how messages name the candidate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Path {
+    /// `Session::append`: built internally, JSON-snapshotted, no shape checks.
+    Append,
+    /// A constructor seed: envelope, JSON snapshot, data, shape, surface.
+    Seed,
+    /// A stored log: like a seed without the JSON snapshot.
+    Restore,
+    /// `fold_surface`: surface rules only.
+    Fold,
+}
+
+/// Looks up accepted events by seq; the surface rules need the events behind
+/// shadowed nodes (tool-result rewrites, the system head).
+pub trait EventLookup {
+    /// The accepted event at `seq`, if this log window holds it.
+    fn event(&self, seq: Seq) -> Option<&Event>;
+}
+
+/// A contiguous run of accepted events whose first event has seq `base`.
+pub struct Window<'a> {
+    /// Absolute seq of `events[0]`.
+    pub base: Seq,
+    /// The events.
+    pub events: &'a [Arc<Event>],
+}
+
+impl EventLookup for Window<'_> {
+    fn event(&self, seq: Seq) -> Option<&Event> {
+        seq.index_from(self.base)
+            .and_then(|index| self.events.get(index))
+            .map(|event| event.as_ref())
+    }
+}
+
+/// The state a candidate is judged against.
+pub(crate) struct Context<'a> {
+    pub generation: Generation,
+    pub path: Path,
+    pub surface: &'a SurfaceState,
+    pub lookup: &'a dyn EventLookup,
+    /// The seq the candidate must have (the log's next seq).
+    pub expected_seq: Seq,
+    /// The candidate's index in a seed or restored log.
+    pub index: u64,
+}
+
+/// A candidate's surface metadata before validation.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum MetaInput {
+    /// Neither field.
+    None,
+    /// Typed by the caller (typed append): shapes already hold.
+    Typed {
+        op: SurfaceOp,
+        sources: Option<Vec<Seq>>,
+    },
+    /// Raw JSON (wire rows, dynamic appends): every shape rule applies.
+    Raw {
+        surface_op: Option<Value>,
+        sources: Option<Value>,
+    },
+}
+
+/// An envelope that passed the envelope check.
+pub(crate) struct Envelope {
+    pub event_type: EventType,
+    pub seq: Seq,
+    pub time: i64,
+    pub data: Value,
+    pub meta: MetaInput,
+    pub ignorable: bool,
+    pub order: KeyOrder,
+}
+
+/// Accepts one stored or seeded row.
+pub(crate) fn accept_raw(
+    context: &Context<'_>,
+    raw: RawEvent,
+) -> Result<(Event, SurfacePlan), AcceptError> {
+    let index = context.index;
+    let envelope = decode_envelope(raw).ok_or_else(|| {
+        AcceptError::new(
+            Rule::InvalidEnvelope,
+            format!("seed event at index {index} has an invalid event envelope"),
+        )
+        .at_index(index)
+    })?;
+    if context.path == Path::Seed
+        && (!is_lossless(&envelope.data) || !meta_is_lossless(&envelope.meta))
+    {
+        return Err(AcceptError::new(
+            Rule::NonJson,
+            format!("seed event at index {index} is not losslessly JSON-serializable"),
+        )
+        .at_index(index)
+        .at_seq(envelope.seq.get()));
+    }
+    accept_envelope(context, envelope)
+}
+
+/// Accepts one envelope (typed append, or a decoded row).
+pub(crate) fn accept_envelope(
+    context: &Context<'_>,
+    envelope: Envelope,
+) -> Result<(Event, SurfacePlan), AcceptError> {
+    let seq = envelope.seq;
+    let locate = |error: AcceptError| {
+        let error = error.at_seq(seq.get());
+        match context.path {
+            Path::Seed | Path::Restore => error.at_index(context.index),
+            Path::Append | Path::Fold => error,
+        }
+    };
+    if context.path == Path::Append {
+        let type_tag = envelope.event_type.as_str();
+        if !is_lossless(&envelope.data) {
+            return Err(locate(AcceptError::new(
+                Rule::NonJson,
+                format!("session event \"{type_tag}\" carries non-JSON-serializable data"),
+            )));
+        }
+        if !meta_is_lossless(&envelope.meta) {
+            return Err(locate(AcceptError::new(
+                Rule::NonJson,
+                format!(
+                    "session event \"{type_tag}\" carries non-JSON-serializable surface metadata"
+                ),
+            )));
+        }
+    }
+    check_contiguity(context, seq).map_err(locate)?;
+    if context.path != Path::Fold {
+        check_data(context, &envelope).map_err(locate)?;
+    }
+    if matches!(context.path, Path::Seed | Path::Restore) {
+        check_message_shape(context, &envelope).map_err(locate)?;
+    }
+    let wrap = |error: AcceptError| match context.path {
+        Path::Seed | Path::Restore => AcceptError {
+            message: format!(
+                "invalid seed event at index {}: {}",
+                context.index, error.message
+            ),
+            ..error
+        },
+        Path::Append | Path::Fold => error,
+    };
+    let meta = check_surface_local(context.generation, &envelope)
+        .map_err(wrap)
+        .map_err(locate)?;
+    let event = Event {
+        event_type: envelope.event_type,
+        seq,
+        time: envelope.time,
+        data: envelope.data,
+        meta,
+        ignorable: envelope.ignorable,
+        order: envelope.order,
+    };
+    let plan = plan_relational(context, &event)
+        .map_err(wrap)
+        .map_err(locate)?;
+    Ok((event, plan))
+}
+
+/// The envelope check of session-core §2.1; `None` means "invalid event envelope".
+pub(crate) fn decode_envelope(raw: RawEvent) -> Option<Envelope> {
+    if raw.malformed {
+        return None;
+    }
+    let tag = raw.event_type.as_ref()?.as_str()?;
+    let event_type = EventType::parse(tag);
+    let seq = Seq::new(non_negative_safe_integer(raw.seq.as_ref()?)?).ok()?;
+    let time = safe_integer(raw.time.as_ref()?)?;
+    let ignorable = match &raw.ignorable {
+        None => false,
+        Some(Value::Bool(true)) => true,
+        Some(_) => return None,
+    };
+    let data = raw.data?;
+    let meta = if raw.surface_op.is_none() && raw.source_event_seqs.is_none() {
+        MetaInput::None
+    } else {
+        MetaInput::Raw {
+            surface_op: raw.surface_op,
+            sources: raw.source_event_seqs,
+        }
+    };
+    Some(Envelope {
+        event_type,
+        seq,
+        time,
+        data,
+        meta,
+        ignorable,
+        order: raw.order.unwrap_or(KeyOrder::CANONICAL),
+    })
+}
+
+fn meta_is_lossless(meta: &MetaInput) -> bool {
+    match meta {
+        MetaInput::None | MetaInput::Typed { .. } => true,
+        MetaInput::Raw {
+            surface_op,
+            sources,
+        } => {
+            surface_op.as_ref().is_none_or(is_lossless) && sources.as_ref().is_none_or(is_lossless)
+        }
+    }
+}
+
+fn check_contiguity(context: &Context<'_>, seq: Seq) -> Result<(), AcceptError> {
+    if seq == context.expected_seq {
+        return Ok(());
+    }
+    let message = match context.path {
+        Path::Seed | Path::Restore => format!(
+            "seed event at index {} has seq {} (expected {}); seed must be contiguous from 0",
+            context.index, seq, context.expected_seq
+        ),
+        Path::Append | Path::Fold => format!(
+            "session event seq {} is not contiguous; expected {}",
+            seq, context.expected_seq
+        ),
+    };
+    Err(AcceptError::new(Rule::SeqNotContiguous, message))
+}
+
+/// How messages name the candidate in data and shape rules (§5.3).
+fn subject(context: &Context<'_>, envelope: &Envelope) -> String {
+    match context.path {
+        Path::Seed | Path::Restore => {
+            format!("seed {} at index {}", envelope.event_type, context.index)
+        }
+        Path::Append | Path::Fold => {
+            format!(
+                "session event \"{}\" at seq {}",
+                envelope.event_type, envelope.seq
+            )
+        }
+    }
+}
+
+/// Event-local data rules (session-core §5.3).
+fn check_data(context: &Context<'_>, envelope: &Envelope) -> Result<(), AcceptError> {
+    let generation = context.generation;
+    let fail = |rule: Rule, detail: &str| {
+        Err(AcceptError::new(
+            rule,
+            format!("{} {detail}", subject(context, envelope)),
+        ))
+    };
+    match envelope.event_type {
+        EventType::Other(ref name) if name.as_ref() == "request/header-delta" => {
+            return fail(
+                Rule::LegacyHeaderDelta,
+                "uses unsupported legacy request/header-delta format",
+            );
+        }
+        EventType::RequestHeader => {
+            let Value::Object(data) = &envelope.data else {
+                return fail(Rule::DataNotObject, "data must be an object");
+            };
+            if data.get("reason").and_then(Value::as_str) == Some("fallback") {
+                return fail(
+                    Rule::LegacyFallbackReason,
+                    "uses unsupported legacy request/header reason \"fallback\"",
+                );
+            }
+            let Some(Value::Object(header)) = data.get("header") else {
+                return fail(Rule::HeaderNotObject, "header must be an object");
+            };
+            if generation >= Generation::V3 {
+                if header.contains_key("system") {
+                    return fail(
+                        Rule::HeaderSystemForbidden,
+                        "must omit header.system; use system/message",
+                    );
+                }
+                if matches!(header.get("tools"), Some(Value::Array(tools)) if tools.is_empty()) {
+                    return fail(Rule::EmptyTools, "must omit empty tools");
+                }
+                if matches!(header.get("adapterDefaults"), Some(Value::Object(map)) if map.is_empty())
+                {
+                    return fail(
+                        Rule::EmptyAdapterDefaults,
+                        "must omit empty adapterDefaults",
+                    );
+                }
+            }
+        }
+        EventType::ToolResult if generation >= Generation::V3 => {
+            let Value::Object(data) = &envelope.data else {
+                return fail(Rule::DataNotObject, "data must be an object");
+            };
+            if data.contains_key("error") {
+                let first_block_is_error = data
+                    .get("message")
+                    .and_then(|message| message.get("content"))
+                    .and_then(|content| content.get(0))
+                    .and_then(|block| block.get("isError"))
+                    == Some(&Value::Bool(true));
+                if !first_block_is_error {
+                    return fail(
+                        Rule::ToolErrorWithoutIsError,
+                        "error requires message content[0].isError === true",
+                    );
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn non_empty_str(value: Option<&Value>) -> bool {
+    matches!(value, Some(Value::String(text)) if !text.is_empty())
+}
+
+/// Message-shape checks run on seed and restore (session-core §4.5).
+fn check_message_shape(context: &Context<'_>, envelope: &Envelope) -> Result<(), AcceptError> {
+    let generation = context.generation;
+    let fail = |rule: Rule, detail: String| {
+        Err(AcceptError::new(
+            rule,
+            format!("{} {detail}", subject(context, envelope)),
+        ))
+    };
+    let data = &envelope.data;
+    let settlement_ok = |data: &Value| {
+        data.get("turn")
+            .and_then(non_negative_safe_integer)
+            .is_some()
+            && data
+                .get("step")
+                .and_then(non_negative_safe_integer)
+                .is_some()
+            && matches!(data.get("stream"), Some(Value::Array(_)))
+    };
+    let (role, message) = match envelope.event_type {
+        EventType::UserMessage => ("user", Some(data)),
+        EventType::SystemMessage if generation >= Generation::V3 => ("system", data.get("message")),
+        EventType::AssistantMessage => ("assistant", data.get("message")),
+        EventType::ToolResult => ("user", data.get("message")),
+        EventType::AssistantAttempt if generation >= Generation::V2 => {
+            if !settlement_ok(data) {
+                return fail(
+                    Rule::InvalidSettlementFields,
+                    "has invalid settlement fields".into(),
+                );
+            }
+            return Ok(());
+        }
+        EventType::RequestHeader => return check_request_header_shape(context, envelope),
+        _ => return Ok(()),
+    };
+    let Some(message) = message.filter(|message| non_empty_str(message.get("id"))) else {
+        return fail(Rule::MessageNoId, "lacks an identified message".into());
+    };
+    if message.get("role").and_then(Value::as_str) != Some(role) {
+        return fail(
+            Rule::MessageWrongRole,
+            format!("message must have role \"{role}\""),
+        );
+    }
+    let source = message.get("source");
+    if !source.is_some_and(|source| non_empty_str(source.get("kind"))) {
+        return fail(
+            Rule::MessageInvalidSource,
+            "message has invalid source".into(),
+        );
+    }
+    let Some(Value::Array(content)) = message.get("content") else {
+        return fail(
+            Rule::MessageInvalidContent,
+            "message has invalid content".into(),
+        );
+    };
+    let source_kind = source
+        .and_then(|source| source.get("kind"))
+        .and_then(Value::as_str);
+    match envelope.event_type {
+        EventType::SystemMessage => {
+            let plugin_ok = source_kind == Some("plugin")
+                && non_empty_str(source.and_then(|s| s.get("plugin")));
+            if !plugin_ok {
+                return fail(
+                    Rule::SystemNoPluginSource,
+                    "message must have plugin source".into(),
+                );
+            }
+        }
+        EventType::AssistantMessage => {
+            let model_ok = source_kind == Some("model")
+                && non_empty_str(source.and_then(|s| s.get("provider")))
+                && non_empty_str(source.and_then(|s| s.get("model")));
+            if !model_ok {
+                return fail(
+                    Rule::AssistantNoModelSource,
+                    "message must have model source".into(),
+                );
+            }
+            if generation >= Generation::V2 && !settlement_ok(data) {
+                return fail(
+                    Rule::InvalidSettlementFields,
+                    "has invalid settlement fields".into(),
+                );
+            }
+        }
+        EventType::ToolResult => {
+            let call_id = source.and_then(|s| s.get("callId"));
+            if source_kind != Some("tool") || !non_empty_str(call_id) {
+                return fail(
+                    Rule::ToolResultNoToolSource,
+                    "message must have tool source".into(),
+                );
+            }
+            let one_block = content.len() == 1
+                && content[0].get("type").and_then(Value::as_str) == Some("tool-result")
+                && matches!(content[0].get("content"), Some(Value::Array(_)));
+            if !one_block {
+                return fail(
+                    Rule::ToolResultNotOneBlock,
+                    "message must contain one tool-result block".into(),
+                );
+            }
+            if content[0].get("toolCallId") != call_id {
+                return fail(
+                    Rule::ToolResultMismatchedCallId,
+                    "message has mismatched tool call ids".into(),
+                );
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+fn check_request_header_shape(
+    context: &Context<'_>,
+    envelope: &Envelope,
+) -> Result<(), AcceptError> {
+    let fail = |rule: Rule, detail: &str| {
+        Err(AcceptError::new(
+            rule,
+            format!("{} {detail}", subject(context, envelope)),
+        ))
+    };
+    let data = &envelope.data;
+    let header = data.get("header");
+    let config = header.and_then(|header| header.get("config"));
+    let has = |key: &str| non_empty_str(config.and_then(|config| config.get(key)));
+    if !has("provider") || !has("model") {
+        return fail(Rule::RequestHeaderNoModel, "lacks provider/model");
+    }
+    if let Some(effort) = config.and_then(|config| config.get("reasoningEffort")) {
+        if !non_empty_str(Some(effort)) {
+            return fail(
+                Rule::RequestHeaderBadReasoningEffort,
+                "has an invalid reasoningEffort",
+            );
+        }
+    }
+    if let Some(defaults) = header.and_then(|header| header.get("adapterDefaults")) {
+        let valid = match defaults {
+            Value::Object(map) => map.iter().all(|(key, flag)| {
+                matches!(key.as_str(), "reasoningEffort" | "maxTokens")
+                    && *flag == Value::Bool(true)
+                    && config.is_some_and(|config| config.get(key).is_some())
+            }),
+            _ => false,
+        };
+        if !valid {
+            return fail(
+                Rule::RequestHeaderBadAdapterDefaults,
+                "has invalid adapterDefaults",
+            );
+        }
+    }
+    let reasons: &[&str] = if context.generation >= Generation::V2 {
+        &["initial", "resume", "change", "series"]
+    } else {
+        &["initial", "resume", "change"]
+    };
+    let reason_ok = data
+        .get("reason")
+        .and_then(Value::as_str)
+        .is_some_and(|reason| reasons.contains(&reason));
+    if !reason_ok {
+        return fail(Rule::RequestHeaderBadReason, "has an invalid reason");
+    }
+    if let Some(marker) = data.get("startsSeries") {
+        if *marker != Value::Bool(true) {
+            return fail(
+                Rule::RequestHeaderBadStartsSeries,
+                "has an invalid startsSeries marker",
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Rules 2–4 of session-core §5.2: eligibility, marker, op shape, endpoints
+/// earlier, source list. Returns the validated metadata.
+fn check_surface_local(
+    generation: Generation,
+    envelope: &Envelope,
+) -> Result<SurfaceMeta, AcceptError> {
+    let event_type = &envelope.event_type;
+    let tag = event_type.as_str();
+    let seq = envelope.seq;
+    let (raw_op, raw_sources, typed) = match &envelope.meta {
+        MetaInput::None => (None, None, None),
+        MetaInput::Raw {
+            surface_op,
+            sources,
+        } => (surface_op.as_ref(), sources.as_ref(), None),
+        MetaInput::Typed { op, sources } => (None, None, Some((*op, sources.as_deref()))),
+    };
+    let has_op = raw_op.is_some() || typed.is_some();
+    let has_sources = raw_sources.is_some() || typed.is_some_and(|(_, sources)| sources.is_some());
+
+    // Rule 2a: log-only types.
+    if !generation.is_surface_type(event_type) {
+        if envelope.ignorable && !generation.is_known_type(event_type) {
+            return Ok(SurfaceMeta::Opaque {
+                surface_op: raw_op
+                    .cloned()
+                    .or_else(|| typed.map(|(op, _)| op.to_value(generation.replace_spelling()))),
+                source_event_seqs: raw_sources.cloned().or_else(|| {
+                    typed.and_then(|(_, sources)| {
+                        sources.map(|list| {
+                            Value::Array(list.iter().map(|seq| Value::from(seq.get())).collect())
+                        })
+                    })
+                }),
+            });
+        }
+        if has_op {
+            return Err(AcceptError::new(
+                Rule::SurfaceOpOnNonSurface,
+                format!(
+                    "session event \"{tag}\" is not surface-eligible and cannot carry surfaceOp"
+                ),
+            ));
+        }
+        if has_sources {
+            return Err(AcceptError::new(
+                Rule::SourceOnNonSurface,
+                format!(
+                    "session event \"{tag}\" is not surface-eligible and cannot carry sourceEventSeqs"
+                ),
+            ));
+        }
+        return Ok(SurfaceMeta::LogOnly);
+    }
+
+    // Rule 2b/2c: the marker and its shape.
+    let op =
+        match (typed, raw_op) {
+            (Some((op, _)), _) => op,
+            (None, Some(raw)) => parse_surface_op(generation, tag, raw)?,
+            (None, None) => return Err(AcceptError::new(
+                Rule::MissingSurfaceOp,
+                format!(
+                    "session event \"{tag}\" is surface-eligible and requires a surfaceOp marker"
+                ),
+            )),
+        };
+
+    // Rule 3: endpoints reference earlier events (V3, event-local).
+    if let SurfaceOp::Replace(range) = op {
+        if generation.checks_endpoints_earlier() && (range.start >= seq || range.end >= seq) {
+            return Err(AcceptError::new(
+                Rule::ReplaceEndpointsNotEarlier,
+                format!(
+                    "surface replace at seq {seq}: startSeq and endSeq must reference earlier events"
+                ),
+            ));
+        }
+    }
+
+    // Rule 4: the source list.
+    let is_assistant = *event_type == EventType::AssistantMessage;
+    let sources: Option<Vec<Seq>> = match (typed, raw_sources) {
+        (Some((_, sources)), _) => sources.map(<[Seq]>::to_vec),
+        (None, Some(raw)) => Some(parse_sources_shape(
+            generation,
+            tag,
+            seq,
+            raw,
+            is_assistant,
+        )?),
+        (None, None) => None,
+    };
+    if let Some(list) = &sources {
+        if is_assistant && !generation.assistant_may_cite_sources() {
+            return Err(AcceptError::new(
+                Rule::AssistantCitesSources,
+                "assistant/message embeds its source stream and cannot carry sourceEventSeqs",
+            ));
+        }
+        check_source_list(generation, seq, list, is_assistant)?;
+    }
+    Ok(SurfaceMeta::Surface {
+        op,
+        sources: sources.map(Arc::from),
+    })
+}
+
+fn parse_surface_op(
+    generation: Generation,
+    tag: &str,
+    raw: &Value,
+) -> Result<SurfaceOp, AcceptError> {
+    let invalid_replace = || {
+        AcceptError::new(
+            Rule::ReplaceBadShape,
+            format!("session event \"{tag}\" carries an invalid replace surfaceOp"),
+        )
+    };
+    match raw {
+        Value::String(text) if text == "append" => Ok(SurfaceOp::Append),
+        Value::Object(map) => {
+            let (start_key, end_key) = match generation.replace_spelling() {
+                ReplaceSpelling::StartEnd => ("start", "end"),
+                ReplaceSpelling::StartSeqEndSeq => ("startSeq", "endSeq"),
+            };
+            if map.len() != 3 || map.get("op").and_then(Value::as_str) != Some("replace") {
+                return Err(invalid_replace());
+            }
+            let endpoint = |key: &str| {
+                map.get(key)
+                    .and_then(non_negative_safe_integer)
+                    .and_then(|value| Seq::new(value).ok())
+            };
+            match (endpoint(start_key), endpoint(end_key)) {
+                (Some(start), Some(end)) => Ok(SurfaceOp::Replace(ReplaceRange { start, end })),
+                _ => Err(invalid_replace()),
+            }
+        }
+        _ => Err(AcceptError::new(
+            Rule::InvalidSurfaceOp,
+            format!("session event \"{tag}\" carries an invalid surfaceOp"),
+        )),
+    }
+}
+
+/// Rules 4b–4d on a raw list: array, non-empty, every entry a seq.
+fn parse_sources_shape(
+    generation: Generation,
+    tag: &str,
+    seq: Seq,
+    raw: &Value,
+    is_assistant: bool,
+) -> Result<Vec<Seq>, AcceptError> {
+    let Value::Array(items) = raw else {
+        return Err(AcceptError::new(
+            Rule::SourceNotArray,
+            format!("sourceEventSeqs on event at seq {seq} must be an array when present"),
+        ));
+    };
+    if items.is_empty() {
+        check_source_list(generation, seq, &[], is_assistant)?;
+        return Ok(Vec::new());
+    }
+    items
+        .iter()
+        .map(|item| {
+            non_negative_safe_integer(item)
+                .and_then(|value| Seq::new(value).ok())
+                .ok_or_else(|| {
+                    AcceptError::new(
+                        Rule::SourceInvalidSeq,
+                        format!(
+                            "session event \"{tag}\" sourceEventSeqs must densely contain non-negative safe integers"
+                        ),
+                    )
+                })
+        })
+        .collect()
+}
+
+/// Rules 4c, 4e, 4f on a well-typed list.
+fn check_source_list(
+    generation: Generation,
+    seq: Seq,
+    sources: &[Seq],
+    is_assistant: bool,
+) -> Result<(), AcceptError> {
+    if sources.is_empty() {
+        if generation.assistant_may_cite_sources() {
+            if !is_assistant {
+                return Err(AcceptError::new(
+                    Rule::EmptySourceOnNonAssistant,
+                    "sourceEventSeqs must not be empty except on assistant/message",
+                ));
+            }
+            return Ok(());
+        }
+        return Err(AcceptError::new(
+            Rule::EmptySource,
+            "sourceEventSeqs must not be empty",
+        ));
+    }
+    let strictly_increasing = sources.windows(2).all(|pair| pair[0] < pair[1]);
+    if !strictly_increasing {
+        let mut sorted = sources.to_vec();
+        sorted.sort_unstable();
+        if sorted.windows(2).any(|pair| pair[0] == pair[1]) {
+            return Err(AcceptError::new(
+                Rule::SourceDuplicate,
+                "sourceEventSeqs must not contain duplicates",
+            ));
+        }
+    }
+    if let Some(late) = sources.iter().find(|source| **source >= seq) {
+        return Err(AcceptError::new(
+            Rule::SourceNotEarlier,
+            format!("sourceEventSeqs must reference earlier events: {late} >= current seq {seq}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Rules 6–11: the surface transition against the current state.
+fn plan_relational(context: &Context<'_>, event: &Event) -> Result<SurfacePlan, AcceptError> {
+    let (op, sources) = match &event.meta {
+        SurfaceMeta::Surface { op, sources } => (*op, sources.as_deref()),
+        SurfaceMeta::LogOnly | SurfaceMeta::Opaque { .. } => return Ok(SurfacePlan::None),
+    };
+    let range = match op {
+        SurfaceOp::Append => return Ok(SurfacePlan::Append(event.seq)),
+        SurfaceOp::Replace(range) => range,
+    };
+    let nodes = context.surface.nodes();
+    // Rule 7: both endpoints on the surface, start not after end.
+    let start_index = find(nodes, range.start).ok_or_else(|| {
+        AcceptError::new(
+            Rule::ReplaceStartNotFound,
+            format!(
+                "surface replace: start seq {} not found in surface",
+                range.start
+            ),
+        )
+    })?;
+    let end_index = find(nodes, range.end).ok_or_else(|| {
+        AcceptError::new(
+            Rule::ReplaceEndNotFound,
+            format!(
+                "surface replace: end seq {} not found in surface",
+                range.end
+            ),
+        )
+    })?;
+    if start_index > end_index {
+        return Err(AcceptError::new(
+            Rule::ReplaceEndpointsReversed,
+            format!(
+                "surface replace: start seq {} (index {start_index}) is after end seq {} (index {end_index})",
+                range.start, range.end
+            ),
+        ));
+    }
+    let shadowed = &nodes[start_index..=end_index];
+    // Rule 8: every shadowed node is cited.
+    let missing = uncovered(shadowed, sources.unwrap_or(&[]));
+    if !missing.is_empty() {
+        let list: Vec<String> = missing.iter().map(ToString::to_string).collect();
+        return Err(AcceptError::new(
+            Rule::ReplaceUncoveredSource,
+            format!(
+                "surface replace: sourceEventSeqs must include every shadowed surface node; missing {}",
+                list.join(", ")
+            ),
+        ));
+    }
+    // Rule 9: a tool-result rewrite replaces one tool result and only its content.
+    if event.event_type == EventType::ToolResult {
+        if shadowed.len() != 1 {
+            return Err(AcceptError::new(
+                Rule::ToolResultReplaceMulti,
+                "tool/result surface replacement must rewrite exactly one current node",
+            ));
+        }
+        let target = context
+            .lookup
+            .event(shadowed[0])
+            .filter(|target| target.event_type == EventType::ToolResult);
+        let Some(target) = target else {
+            return Err(AcceptError::new(
+                Rule::ToolResultReplaceWrongTarget,
+                "tool/result surface replacement must target a current tool/result",
+            ));
+        };
+        if !equal_except_tool_content(&target.data, &event.data) {
+            return Err(AcceptError::new(
+                Rule::ToolResultReplaceChangesNonContent,
+                "tool/result surface replacement may change only content",
+            ));
+        }
+    }
+    // Rule 10: the system prompt at node 0 is rewritten only by one system message.
+    if context.generation >= Generation::V3 && start_index == 0 {
+        let head_is_system = context
+            .lookup
+            .event(nodes[0])
+            .is_some_and(|head| head.event_type == EventType::SystemMessage);
+        if head_is_system && (event.event_type != EventType::SystemMessage || shadowed.len() != 1) {
+            return Err(AcceptError::new(
+                Rule::SystemHeadProtected,
+                "surface replace: node 0 holds the system prompt and may be rewritten only by a system/message over exactly that node",
+            ));
+        }
+    }
+    Ok(SurfacePlan::Replace {
+        seq: event.seq,
+        start_index,
+        end_index,
+    })
+}
+
+/// The shadowed nodes missing from `sources`, in surface order.
+fn uncovered(shadowed: &[Seq], sources: &[Seq]) -> Vec<Seq> {
+    if shadowed.len() <= 8 {
+        return shadowed
+            .iter()
+            .filter(|node| !sources.contains(node))
+            .copied()
+            .collect();
+    }
+    let mut sorted = sources.to_vec();
+    sorted.sort_unstable();
+    shadowed
+        .iter()
+        .filter(|node| sorted.binary_search(node).is_err())
+        .copied()
+        .collect()
+}
+
+/// Deep equality of two tool-result payloads with the tool-result block's
+/// inner content (`message.content[0].content`) treated as equal (§5.2 rule 9c).
+fn equal_except_tool_content(left: &Value, right: &Value) -> bool {
+    let (Value::Object(left), Value::Object(right)) = (left, right) else {
+        return json_equal(left, right);
+    };
+    if left.len() != right.len() {
+        return false;
+    }
+    left.iter().all(|(key, left_value)| {
+        let Some(right_value) = right.get(key) else {
+            return false;
+        };
+        if key == "message" {
+            equal_message_except_content(left_value, right_value)
+        } else {
+            json_equal(left_value, right_value)
+        }
+    })
+}
+
+fn equal_message_except_content(left: &Value, right: &Value) -> bool {
+    let (Value::Object(left), Value::Object(right)) = (left, right) else {
+        return json_equal(left, right);
+    };
+    left.len() == right.len()
+        && left.iter().all(|(key, left_value)| {
+            let Some(right_value) = right.get(key) else {
+                return false;
+            };
+            if key != "content" {
+                return json_equal(left_value, right_value);
+            }
+            let (Value::Array(left_blocks), Value::Array(right_blocks)) = (left_value, right_value)
+            else {
+                return json_equal(left_value, right_value);
+            };
+            left_blocks.len() == right_blocks.len()
+                && left_blocks
+                    .iter()
+                    .zip(right_blocks)
+                    .enumerate()
+                    .all(|(index, (a, b))| {
+                        if index > 0 {
+                            return json_equal(a, b);
+                        }
+                        equal_block_except_content(a, b)
+                    })
+        })
+}
+
+fn equal_block_except_content(left: &Value, right: &Value) -> bool {
+    let (Value::Object(left), Value::Object(right)) = (left, right) else {
+        return json_equal(left, right);
+    };
+    // Blanking sets `content` to null on both sides, so a missing key and a
+    // present one compare equal once blanked.
+    let keys_left = left.keys().filter(|key| *key != "content");
+    let count_left = keys_left.clone().count();
+    let count_right = right.keys().filter(|key| *key != "content").count();
+    count_left == count_right
+        && keys_left.into_iter().all(|key| {
+            right.get(key).is_some_and(|right_value| {
+                left.get(key).is_some_and(|l| json_equal(l, right_value))
+            })
+        })
+}

@@ -1,0 +1,197 @@
+//! Typed appends: candidates that carry exactly the surface intent their type allows.
+//!
+//! A surface event cannot be built without its placement and a log-only event
+//! cannot be given one: [`Candidate::surface`] takes the intent type its
+//! payload declares ([`SurfaceIntent`], or [`Placement`] for assistant messages,
+//! which embed their stream and may not cite sources), and
+//! [`Candidate::log_only`] takes none. [`Candidate::dynamic`] is the escape
+//! hatch for plugin and replayed events; acceptance checks it at runtime.
+
+use serde_json::{Map, Value};
+
+use crate::accept::MetaInput;
+use crate::event::{EventType, SurfaceOp};
+use crate::seq::Seq;
+
+/// A candidate event for `Session::append`: type, payload and surface intent.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Candidate {
+    pub(crate) event_type: EventType,
+    pub(crate) data: Value,
+    pub(crate) meta: MetaInput,
+    pub(crate) ignorable: bool,
+}
+
+/// Where a surface event goes and what it cites.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SurfaceIntent {
+    op: SurfaceOp,
+    sources: Option<Vec<Seq>>,
+}
+
+impl SurfaceIntent {
+    /// Append to the tail, citing nothing.
+    pub fn append() -> SurfaceIntent {
+        SurfaceIntent {
+            op: SurfaceOp::Append,
+            sources: None,
+        }
+    }
+
+    /// Append to the tail, citing earlier events (a tool result cites its `tool/call`).
+    pub fn append_citing(sources: Vec<Seq>) -> SurfaceIntent {
+        SurfaceIntent {
+            op: SurfaceOp::Append,
+            sources: Some(sources),
+        }
+    }
+
+    /// Replace the inclusive span `start..=end` (surface order), citing `sources`,
+    /// which must include every shadowed node.
+    pub fn replace(start: Seq, end: Seq, sources: Vec<Seq>) -> SurfaceIntent {
+        SurfaceIntent {
+            op: SurfaceOp::replace(start, end),
+            sources: Some(sources),
+        }
+    }
+
+    /// The placement.
+    pub fn op(&self) -> SurfaceOp {
+        self.op
+    }
+
+    /// The cited sources.
+    pub fn sources(&self) -> Option<&[Seq]> {
+        self.sources.as_deref()
+    }
+}
+
+/// The placement of an assistant message: an op and no sources.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placement(pub SurfaceOp);
+
+impl Placement {
+    /// Append to the tail.
+    pub fn append() -> Placement {
+        Placement(SurfaceOp::Append)
+    }
+}
+
+/// The intent a surface payload accepts: its placement and, where the type
+/// allows, cited sources.
+pub trait Intent {
+    /// The placement.
+    fn op(&self) -> SurfaceOp;
+    /// The cited sources (always `None` for [`Placement`]).
+    fn into_sources(self) -> Option<Vec<Seq>>;
+}
+
+impl Intent for SurfaceIntent {
+    fn op(&self) -> SurfaceOp {
+        self.op
+    }
+    fn into_sources(self) -> Option<Vec<Seq>> {
+        self.sources
+    }
+}
+
+impl Intent for Placement {
+    fn op(&self) -> SurfaceOp {
+        self.0
+    }
+    fn into_sources(self) -> Option<Vec<Seq>> {
+        None
+    }
+}
+
+/// A payload of a surface event type.
+pub trait SurfacePayload {
+    /// The intent this type takes.
+    type Intent: Intent;
+    /// The event type.
+    fn event_type(&self) -> EventType;
+    /// The `data` object in dsh's key order.
+    fn into_data(self) -> Value;
+}
+
+/// A payload of a log-only event type.
+pub trait LogOnlyPayload {
+    /// The event type.
+    fn event_type(&self) -> EventType;
+    /// The `data` value in dsh's key order.
+    fn into_data(self) -> Value;
+}
+
+impl Candidate {
+    /// A surface event with its required intent.
+    pub fn surface<P: SurfacePayload>(payload: P, intent: P::Intent) -> Candidate {
+        Candidate {
+            event_type: payload.event_type(),
+            data: payload.into_data(),
+            meta: MetaInput::Typed {
+                op: intent.op(),
+                sources: intent.into_sources(),
+            },
+            ignorable: false,
+        }
+    }
+
+    /// A log-only event, which carries no surface metadata.
+    pub fn log_only<P: LogOnlyPayload>(payload: P) -> Candidate {
+        Candidate {
+            event_type: payload.event_type(),
+            data: payload.into_data(),
+            meta: MetaInput::None,
+            ignorable: false,
+        }
+    }
+
+    /// Any event given as raw JSON (plugin events, replays). Every surface
+    /// rule is checked at runtime, including the shapes of `surface_op` and
+    /// `source_event_seqs`.
+    pub fn dynamic(
+        event_type: &str,
+        data: Value,
+        surface_op: Option<Value>,
+        source_event_seqs: Option<Value>,
+    ) -> Candidate {
+        let meta = if surface_op.is_none() && source_event_seqs.is_none() {
+            MetaInput::None
+        } else {
+            MetaInput::Raw {
+                surface_op,
+                sources: source_event_seqs,
+            }
+        };
+        Candidate {
+            event_type: EventType::parse(event_type),
+            data,
+            meta,
+            ignorable: false,
+        }
+    }
+
+    /// Marks the candidate `ignorable: true` (plugin events older readers may skip).
+    pub fn ignorable(mut self) -> Candidate {
+        self.ignorable = true;
+        self
+    }
+
+    /// The candidate's type.
+    pub fn event_type(&self) -> &EventType {
+        &self.event_type
+    }
+
+    /// The candidate's payload.
+    pub fn data(&self) -> &Value {
+        &self.data
+    }
+}
+
+pub(crate) fn object(entries: Vec<(&str, Value)>) -> Value {
+    let mut map = Map::with_capacity(entries.len());
+    for (key, value) in entries {
+        map.insert(key.to_owned(), value);
+    }
+    Value::Object(map)
+}

@@ -1,0 +1,433 @@
+//! Accepted events: the immutable records a session log is made of.
+//!
+//! An [`Event`] is only ever built by acceptance (`accept` module), so holding
+//! one means every event-local rule of its generation held when it was
+//! accepted. Events are shared as `Arc<Event>` between the log, the surface
+//! and derived messages; nothing mutates them afterwards.
+//!
+//! Serialization keeps the envelope key order the event was read with and the
+//! `data` object exactly (key order and number spelling), so a read-then-write
+//! round trip is byte-identical.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::generation::{Generation, ReplaceSpelling};
+use crate::seq::Seq;
+
+/// An event type tag such as `turn/start`; core types are interned variants.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub enum EventType {
+    /// `turn/start {turn}`.
+    TurnStart,
+    /// `turn/end {turn, reason}`.
+    TurnEnd,
+    /// `step/start {turn, step}`.
+    StepStart,
+    /// `step/end {turn, step}`.
+    StepEnd,
+    /// `system/message` — surface node 0 in V3.
+    SystemMessage,
+    /// `user/message` — the message itself is the payload.
+    UserMessage,
+    /// `assistant/message` — one settled model response.
+    AssistantMessage,
+    /// `assistant/attempt` — a failed or cancelled model attempt (V2+).
+    AssistantAttempt,
+    /// `assistant/chunk` — one provider stream chunk (v0/v1 only).
+    AssistantChunk,
+    /// `tool/call` — a tool call recorded as started.
+    ToolCall,
+    /// `tool/result` — the result message of one tool call.
+    ToolResult,
+    /// `request/header` — the call configuration of subsequent requests.
+    RequestHeader,
+    /// `request/context` — route metadata (provider, model, context window).
+    RequestContext,
+    /// `session/end-seed` — the boundary between seeded history and live work.
+    SessionEndSeed,
+    /// `todo/write` — the agent's todo list (latest wins).
+    TodoWrite,
+    /// Any other type: a plugin event, known or unknown depending on the generation.
+    Other(Arc<str>),
+}
+
+const CORE_TYPES: &[(&str, EventType)] = &[
+    ("turn/start", EventType::TurnStart),
+    ("turn/end", EventType::TurnEnd),
+    ("step/start", EventType::StepStart),
+    ("step/end", EventType::StepEnd),
+    ("system/message", EventType::SystemMessage),
+    ("user/message", EventType::UserMessage),
+    ("assistant/message", EventType::AssistantMessage),
+    ("assistant/attempt", EventType::AssistantAttempt),
+    ("assistant/chunk", EventType::AssistantChunk),
+    ("tool/call", EventType::ToolCall),
+    ("tool/result", EventType::ToolResult),
+    ("request/header", EventType::RequestHeader),
+    ("request/context", EventType::RequestContext),
+    ("session/end-seed", EventType::SessionEndSeed),
+    ("todo/write", EventType::TodoWrite),
+];
+
+impl EventType {
+    /// Interns a type tag; unknown tags become [`EventType::Other`].
+    pub fn parse(tag: &str) -> EventType {
+        CORE_TYPES
+            .iter()
+            .find(|(name, _)| *name == tag)
+            .map(|(_, event_type)| event_type.clone())
+            .unwrap_or_else(|| EventType::Other(Arc::from(tag)))
+    }
+
+    /// The wire tag.
+    pub fn as_str(&self) -> &str {
+        match self {
+            EventType::TurnStart => "turn/start",
+            EventType::TurnEnd => "turn/end",
+            EventType::StepStart => "step/start",
+            EventType::StepEnd => "step/end",
+            EventType::SystemMessage => "system/message",
+            EventType::UserMessage => "user/message",
+            EventType::AssistantMessage => "assistant/message",
+            EventType::AssistantAttempt => "assistant/attempt",
+            EventType::AssistantChunk => "assistant/chunk",
+            EventType::ToolCall => "tool/call",
+            EventType::ToolResult => "tool/result",
+            EventType::RequestHeader => "request/header",
+            EventType::RequestContext => "request/context",
+            EventType::SessionEndSeed => "session/end-seed",
+            EventType::TodoWrite => "todo/write",
+            EventType::Other(name) => name,
+        }
+    }
+}
+
+impl fmt::Debug for EventType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Display for EventType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An inclusive span of current surface nodes, named by the node seqs at its ends.
+///
+/// The ends are ordered by *surface position*, not by number: after an earlier
+/// replacement, `start` may be numerically greater than `end`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ReplaceRange {
+    /// The first shadowed node.
+    pub start: Seq,
+    /// The last shadowed node (equal to `start` for a single-node rewrite).
+    pub end: Seq,
+}
+
+/// How a surface event joins the surface.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SurfaceOp {
+    /// Push the event's seq onto the tail.
+    Append,
+    /// Remove the inclusive span and put the event's seq in its place.
+    Replace(ReplaceRange),
+}
+
+impl SurfaceOp {
+    /// A replace of the inclusive span `start..=end` (by surface position).
+    pub fn replace(start: Seq, end: Seq) -> SurfaceOp {
+        SurfaceOp::Replace(ReplaceRange { start, end })
+    }
+
+    /// The op as JSON in a generation's spelling.
+    pub fn to_value(self, spelling: ReplaceSpelling) -> Value {
+        match self {
+            SurfaceOp::Append => Value::from("append"),
+            SurfaceOp::Replace(range) => {
+                let (start_key, end_key) = match spelling {
+                    ReplaceSpelling::StartEnd => ("start", "end"),
+                    ReplaceSpelling::StartSeqEndSeq => ("startSeq", "endSeq"),
+                };
+                let mut map = serde_json::Map::new();
+                map.insert("op".into(), Value::from("replace"));
+                map.insert(start_key.into(), Value::from(range.start.get()));
+                map.insert(end_key.into(), Value::from(range.end.get()));
+                Value::Object(map)
+            }
+        }
+    }
+}
+
+/// The surface metadata an accepted event carries.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SurfaceMeta {
+    /// A log-only event: neither `surfaceOp` nor `sourceEventSeqs`.
+    LogOnly,
+    /// A surface event with its validated placement and cited sources.
+    Surface {
+        /// How the event joined the surface.
+        op: SurfaceOp,
+        /// Cited earlier seqs, in the order written (`None` when absent).
+        sources: Option<Arc<[Seq]>>,
+    },
+    /// An unknown `ignorable` event: whatever metadata it carried, kept verbatim and ignored.
+    Opaque {
+        /// The raw `surfaceOp` value, if present.
+        surface_op: Option<Value>,
+        /// The raw `sourceEventSeqs` value, if present.
+        source_event_seqs: Option<Value>,
+    },
+}
+
+/// One envelope key; used to remember the order keys were read in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EnvelopeKey {
+    Type,
+    Seq,
+    Time,
+    Data,
+    SourceEventSeqs,
+    SurfaceOp,
+    Ignorable,
+}
+
+/// The order of envelope keys as read (or dsh's write order for new events).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct KeyOrder {
+    keys: [EnvelopeKey; 7],
+    len: u8,
+}
+
+impl KeyOrder {
+    /// dsh's runtime write order: `type, seq, time, data, sourceEventSeqs?, surfaceOp?, ignorable?`.
+    pub(crate) const CANONICAL: KeyOrder = KeyOrder {
+        keys: [
+            EnvelopeKey::Type,
+            EnvelopeKey::Seq,
+            EnvelopeKey::Time,
+            EnvelopeKey::Data,
+            EnvelopeKey::SourceEventSeqs,
+            EnvelopeKey::SurfaceOp,
+            EnvelopeKey::Ignorable,
+        ],
+        len: 7,
+    };
+
+    pub(crate) const fn empty() -> KeyOrder {
+        KeyOrder {
+            keys: [EnvelopeKey::Type; 7],
+            len: 0,
+        }
+    }
+
+    /// Records a key; returns false if it was already present (a duplicate key).
+    pub(crate) fn push(&mut self, key: EnvelopeKey) -> bool {
+        if self.keys[..self.len as usize].contains(&key) || self.len as usize >= self.keys.len() {
+            return false;
+        }
+        self.keys[self.len as usize] = key;
+        self.len += 1;
+        true
+    }
+
+    pub(crate) fn keys(&self) -> impl Iterator<Item = EnvelopeKey> + '_ {
+        // Keys never read (e.g. set by a typed append) follow in canonical order.
+        let read = &self.keys[..self.len as usize];
+        read.iter().copied().chain(
+            KeyOrder::CANONICAL
+                .keys
+                .into_iter()
+                .filter(move |key| !read.contains(key)),
+        )
+    }
+}
+
+/// One accepted, immutable session event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    pub(crate) event_type: EventType,
+    pub(crate) seq: Seq,
+    pub(crate) time: i64,
+    pub(crate) data: Value,
+    pub(crate) meta: SurfaceMeta,
+    pub(crate) ignorable: bool,
+    pub(crate) order: KeyOrder,
+}
+
+impl Event {
+    /// The type tag.
+    pub fn event_type(&self) -> &EventType {
+        &self.event_type
+    }
+
+    /// The event's position in its log.
+    pub fn seq(&self) -> Seq {
+        self.seq
+    }
+
+    /// Epoch milliseconds at append (any safe integer; not monotonic).
+    pub fn time(&self) -> i64 {
+        self.time
+    }
+
+    /// The type-specific payload, exactly as accepted.
+    pub fn data(&self) -> &Value {
+        &self.data
+    }
+
+    /// The surface metadata.
+    pub fn meta(&self) -> &SurfaceMeta {
+        &self.meta
+    }
+
+    /// The placement of a surface event; `None` for log-only and opaque events.
+    pub fn surface_op(&self) -> Option<SurfaceOp> {
+        match &self.meta {
+            SurfaceMeta::Surface { op, .. } => Some(*op),
+            _ => None,
+        }
+    }
+
+    /// The cited sources of a surface event; `None` when absent or not a surface event.
+    pub fn sources(&self) -> Option<&[Seq]> {
+        match &self.meta {
+            SurfaceMeta::Surface {
+                sources: Some(sources),
+                ..
+            } => Some(sources),
+            _ => None,
+        }
+    }
+
+    /// Whether the envelope carried `ignorable: true`.
+    pub fn is_ignorable(&self) -> bool {
+        self.ignorable
+    }
+
+    /// A field of `data` when `data` is an object.
+    pub fn field(&self, key: &str) -> Option<&Value> {
+        self.data.get(key)
+    }
+
+    /// A non-negative integer field of `data` (`turn`, `step`, …).
+    pub fn u64_field(&self, key: &str) -> Option<u64> {
+        self.data
+            .get(key)
+            .and_then(crate::json::non_negative_safe_integer)
+    }
+
+    /// Serializes the envelope as one compact JSON object in `generation`'s
+    /// spelling, byte-identical to dsh. `write_sources` writes the
+    /// `sourceEventSeqs` value (plain array in memory; range-encoded in JSONL).
+    pub fn write_json_with(
+        &self,
+        out: &mut Vec<u8>,
+        generation: Generation,
+        write_sources: &dyn Fn(&[Seq], &mut Vec<u8>),
+    ) {
+        out.push(b'{');
+        let mut first = true;
+        for key in self.order.keys() {
+            let write_key = |out: &mut Vec<u8>, first: &mut bool, name: &str| {
+                if !*first {
+                    out.push(b',');
+                }
+                *first = false;
+                out.push(b'"');
+                out.extend_from_slice(name.as_bytes());
+                out.extend_from_slice(b"\":");
+            };
+            match key {
+                EnvelopeKey::Type => {
+                    write_key(out, &mut first, "type");
+                    write_value(out, &Value::from(self.event_type.as_str()));
+                }
+                EnvelopeKey::Seq => {
+                    write_key(out, &mut first, "seq");
+                    out.extend_from_slice(self.seq.get().to_string().as_bytes());
+                }
+                EnvelopeKey::Time => {
+                    write_key(out, &mut first, "time");
+                    out.extend_from_slice(self.time.to_string().as_bytes());
+                }
+                EnvelopeKey::Data => {
+                    write_key(out, &mut first, "data");
+                    write_value(out, &self.data);
+                }
+                EnvelopeKey::SourceEventSeqs => match &self.meta {
+                    SurfaceMeta::Surface {
+                        sources: Some(sources),
+                        ..
+                    } => {
+                        write_key(out, &mut first, "sourceEventSeqs");
+                        write_sources(sources, out);
+                    }
+                    SurfaceMeta::Opaque {
+                        source_event_seqs: Some(raw),
+                        ..
+                    } => {
+                        write_key(out, &mut first, "sourceEventSeqs");
+                        write_value(out, raw);
+                    }
+                    _ => {}
+                },
+                EnvelopeKey::SurfaceOp => match &self.meta {
+                    SurfaceMeta::Surface { op, .. } => {
+                        write_key(out, &mut first, "surfaceOp");
+                        write_value(out, &op.to_value(generation.replace_spelling()));
+                    }
+                    SurfaceMeta::Opaque {
+                        surface_op: Some(raw),
+                        ..
+                    } => {
+                        write_key(out, &mut first, "surfaceOp");
+                        write_value(out, raw);
+                    }
+                    _ => {}
+                },
+                EnvelopeKey::Ignorable => {
+                    if self.ignorable {
+                        write_key(out, &mut first, "ignorable");
+                        out.extend_from_slice(b"true");
+                    }
+                }
+            }
+        }
+        out.push(b'}');
+    }
+
+    /// The envelope as compact V3 JSON with plain `sourceEventSeqs` arrays.
+    pub fn to_json(&self) -> String {
+        self.to_json_in(Generation::NATIVE)
+    }
+
+    /// The envelope as compact JSON in `generation`'s spelling, plain sources.
+    pub fn to_json_in(&self, generation: Generation) -> String {
+        let mut out = Vec::with_capacity(128);
+        self.write_json_with(&mut out, generation, &write_plain_sources);
+        // Every byte written is valid UTF-8 (serde_json output and ASCII).
+        String::from_utf8(out).unwrap_or_default()
+    }
+}
+
+/// Writes a sources list as a plain JSON array of numbers.
+pub fn write_plain_sources(sources: &[Seq], out: &mut Vec<u8>) {
+    out.push(b'[');
+    for (index, seq) in sources.iter().enumerate() {
+        if index > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(seq.get().to_string().as_bytes());
+    }
+    out.push(b']');
+}
+
+fn write_value(out: &mut Vec<u8>, value: &Value) {
+    // Writing a `Value` into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, value);
+}

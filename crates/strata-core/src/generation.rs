@@ -1,0 +1,215 @@
+//! Format generations (v0, v1, v2, V3) and the event vocabulary each one knows.
+//!
+//! dsh bumps one integer whenever an older reader could no longer interpret new
+//! logs (session-core §2.4). Most acceptance rules are the same in every
+//! generation; the differences (surface types, replace key spelling, what an
+//! assistant message may cite, request-header shape) are answered here so the
+//! rule engine stays one code path. strata writes V3; older generations are read
+//! and validated under their own rules, then migrated.
+
+use crate::event::EventType;
+
+/// A dsh session format generation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Generation {
+    /// Pre-release baseline: `assistant/chunk` events, `{op, start, end}` replaces, header `seedLength`.
+    V0,
+    /// Released identity re-label of v0 (same physical layout).
+    V1,
+    /// Embedded assistant streams, `isSeeded` header, tagged end-seed marker.
+    V2,
+    /// `system/message` node 0 and the canonical envelope: strata's native format.
+    V3,
+}
+
+/// How a generation spells the endpoints of a replace `surfaceOp`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplaceSpelling {
+    /// `{"op":"replace","start":a,"end":b}` (v0–v2).
+    StartEnd,
+    /// `{"op":"replace","startSeq":a,"endSeq":b}` (V3).
+    StartSeqEndSeq,
+}
+
+impl Generation {
+    /// strata's native generation: every log strata writes is V3.
+    pub const NATIVE: Generation = Generation::V3;
+
+    /// The header `version` number of this generation.
+    pub const fn format_version(self) -> u64 {
+        match self {
+            Generation::V0 => 0,
+            Generation::V1 => 1,
+            Generation::V2 => 2,
+            Generation::V3 => 3,
+        }
+    }
+
+    /// The generation a header `version` names, if strata knows it.
+    pub const fn from_format_version(version: u64) -> Option<Generation> {
+        match version {
+            0 => Some(Generation::V0),
+            1 => Some(Generation::V1),
+            2 => Some(Generation::V2),
+            3 => Some(Generation::V3),
+            _ => None,
+        }
+    }
+
+    /// How replace endpoints are spelled on the wire.
+    pub const fn replace_spelling(self) -> ReplaceSpelling {
+        match self {
+            Generation::V3 => ReplaceSpelling::StartSeqEndSeq,
+            _ => ReplaceSpelling::StartEnd,
+        }
+    }
+
+    /// Whether events of this type join the surface (and so must carry `surfaceOp`).
+    pub fn is_surface_type(self, event_type: &EventType) -> bool {
+        match event_type {
+            EventType::UserMessage | EventType::AssistantMessage | EventType::ToolResult => true,
+            EventType::SystemMessage => self >= Generation::V3,
+            _ => false,
+        }
+    }
+
+    /// Whether this generation's vocabulary declares the type (core or plugin).
+    ///
+    /// The read path refuses an unknown type unless it is marked `ignorable`
+    /// (session-core §3.2); a known log-only type may never carry surface metadata.
+    pub fn is_known_type(self, event_type: &EventType) -> bool {
+        match event_type {
+            EventType::SystemMessage => self >= Generation::V3,
+            EventType::AssistantAttempt => self >= Generation::V2,
+            EventType::AssistantChunk => self <= Generation::V1,
+            EventType::Other(name) => {
+                let list: &[&str] = if self >= Generation::V3 {
+                    V3_PLUGIN_TYPES
+                } else {
+                    V0_PLUGIN_TYPES
+                };
+                list.binary_search(&name.as_ref()).is_ok()
+            }
+            _ => true,
+        }
+    }
+
+    /// Whether an assistant message may cite its sources (v0/v1 cite `assistant/chunk` seqs).
+    pub const fn assistant_may_cite_sources(self) -> bool {
+        matches!(self, Generation::V0 | Generation::V1)
+    }
+
+    /// Whether replace endpoints must reference earlier events (checked event-locally in V3).
+    pub const fn checks_endpoints_earlier(self) -> bool {
+        matches!(self, Generation::V3)
+    }
+}
+
+/// Plugin event types known to the V3 build (session-core §3.2), sorted for binary search.
+const V3_PLUGIN_TYPES: &[&str] = &[
+    "agent-preset/selected",
+    "agent/inbox/spliced",
+    "approval/asked",
+    "approval/decided",
+    "approval/policy",
+    "command/done",
+    "command/run",
+    "compaction/end",
+    "compaction/prune",
+    "compaction/start",
+    "compaction/summary",
+    "deliverables/presented",
+    "feedback/message-delete",
+    "feedback/message-put",
+    "feedback/record",
+    "goal/change",
+    "hook/invoked",
+    "hook/result",
+    "llm/retry",
+    "llm/retry-started",
+    "model/selection",
+    "permission/preset",
+    "plan/mode",
+    "sandbox/mode",
+    "schedule/change",
+    "session-log-deepseek/delivery-accepted",
+    "session/title",
+    "session/title-llm-request",
+    "slots/dispatch",
+    "subagent/catalog",
+    "subagent/descriptor",
+    "subagent/model-selection-policy",
+    "team/member",
+    "team/message/delivered",
+    "team/message/queued",
+    "team/task",
+    "tool-workflow/agent-end",
+    "tool-workflow/agent-start",
+    "tool-workflow/run-end",
+    "tool-workflow/run-start",
+    "tool/ptc-dispatch",
+    "tool/ptc-dispatch-start",
+    "web/deepseek-search-llm-request",
+    "workspace/changes",
+];
+
+/// Plugin event types known to the v0 build (persistence-compaction §0.4), sorted.
+const V0_PLUGIN_TYPES: &[&str] = &[
+    "agent-preset/selected",
+    "agent/inbox/spliced",
+    "approval/asked",
+    "approval/decided",
+    "approval/policy",
+    "command/done",
+    "command/run",
+    "compaction/end",
+    "compaction/prune",
+    "compaction/start",
+    "compaction/summary",
+    "feedback/record",
+    "goal/change",
+    "hook/invoked",
+    "hook/result",
+    "llm/retry",
+    "llm/retry-started",
+    "permission/preset",
+    "plan/mode",
+    "sandbox/mode",
+    "schedule/change",
+    "session/title",
+    "session/title-llm-request",
+    "subagent/descriptor",
+    "team/member",
+    "team/message/delivered",
+    "team/message/queued",
+    "team/task",
+    "tool-workflow/agent-end",
+    "tool-workflow/agent-start",
+    "tool-workflow/run-end",
+    "tool-workflow/run-start",
+    "tool/code-dispatch",
+    "tool/code-dispatch-start",
+    "web/deepseek-search-llm-request",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plugin_lists_are_sorted_for_binary_search() {
+        for list in [V3_PLUGIN_TYPES, V0_PLUGIN_TYPES] {
+            assert!(list.windows(2).all(|pair| pair[0] < pair[1]));
+        }
+    }
+
+    #[test]
+    fn v0_knows_chunks_and_not_system_messages() {
+        assert!(Generation::V0.is_known_type(&EventType::AssistantChunk));
+        assert!(!Generation::V0.is_known_type(&EventType::SystemMessage));
+        assert!(!Generation::V0.is_surface_type(&EventType::SystemMessage));
+        assert!(Generation::V3.is_surface_type(&EventType::SystemMessage));
+        assert!(!Generation::V3.is_known_type(&EventType::parse("tool/code-dispatch")));
+        assert!(Generation::V0.is_known_type(&EventType::parse("tool/code-dispatch")));
+    }
+}

@@ -1,0 +1,267 @@
+//! The session header: storage metadata that is not an event (session-core §2.3).
+//!
+//! The header is a validated JSON object. Keeping it as an object (not a
+//! struct) preserves key order and unknown extension keys, so a header read
+//! from disk is written back byte for byte; typed accessors read the fields
+//! validation vouched for.
+
+use serde_json::{Map, Value};
+
+use crate::generation::Generation;
+use crate::json::{is_lossless, non_negative_safe_integer};
+use crate::rule::{AcceptError, Rule};
+
+/// A validated session header.
+///
+/// Invariant: every field listed in §2.3 that is present has its documented
+/// type; `version` names `generation`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionHeader {
+    fields: Map<String, Value>,
+    generation: Generation,
+}
+
+/// The fields a new header is built from.
+#[derive(Clone, Debug, Default)]
+pub struct HeaderSpec {
+    /// The session id.
+    pub id: String,
+    /// Creation time, epoch milliseconds.
+    pub created_at: u64,
+    /// The working directory (absolute).
+    pub cwd: Option<String>,
+    /// The parent session of a fork.
+    pub parent_session: Option<String>,
+    /// Whether the session starts with fork-inherited history.
+    pub is_seeded: bool,
+    /// `Some("subagent")` for delegated sessions.
+    pub origin: Option<String>,
+    /// 0 for top-level sessions, parent + 1 for subagents.
+    pub delegation_depth: u64,
+    /// The agent preset name.
+    pub agent_preset: Option<String>,
+}
+
+impl SessionHeader {
+    /// Builds a V3 header in dsh's key order.
+    pub fn new(spec: HeaderSpec) -> Result<SessionHeader, AcceptError> {
+        let mut fields = Map::new();
+        fields.insert(
+            "version".into(),
+            Value::from(Generation::NATIVE.format_version()),
+        );
+        fields.insert("id".into(), Value::from(spec.id));
+        fields.insert("createdAt".into(), Value::from(spec.created_at));
+        fields.insert("isSeeded".into(), Value::from(spec.is_seeded));
+        fields.insert("delegationDepth".into(), Value::from(spec.delegation_depth));
+        if let Some(cwd) = spec.cwd {
+            fields.insert("cwd".into(), Value::from(cwd));
+        }
+        if let Some(parent) = spec.parent_session {
+            fields.insert("parentSession".into(), Value::from(parent));
+        }
+        if let Some(origin) = spec.origin {
+            fields.insert("origin".into(), Value::from(origin));
+        }
+        if let Some(preset) = spec.agent_preset {
+            fields.insert("agentPreset".into(), Value::from(preset));
+        }
+        SessionHeader::from_fields(fields, Generation::NATIVE)
+    }
+
+    /// The minimal header of a fresh session: current version, not seeded.
+    pub fn fresh(id: &str, created_at: u64) -> Result<SessionHeader, AcceptError> {
+        SessionHeader::new(HeaderSpec {
+            id: id.to_owned(),
+            created_at,
+            ..HeaderSpec::default()
+        })
+    }
+
+    /// Validates a logical header object for `generation`.
+    pub fn from_value(value: Value, generation: Generation) -> Result<SessionHeader, AcceptError> {
+        let Value::Object(fields) = value else {
+            return Err(AcceptError::new(
+                Rule::HeaderInvalid,
+                "session header is not a plain JSON record",
+            ));
+        };
+        SessionHeader::from_fields(fields, generation)
+    }
+
+    fn from_fields(
+        fields: Map<String, Value>,
+        generation: Generation,
+    ) -> Result<SessionHeader, AcceptError> {
+        let invalid = |message: String| Err(AcceptError::new(Rule::HeaderInvalid, message));
+        let expected = generation.format_version();
+        match fields.get("version") {
+            Some(version) if non_negative_safe_integer(version) == Some(expected) => {}
+            other => {
+                let got = other.map_or_else(|| "undefined".to_owned(), js_display);
+                return Err(AcceptError::new(
+                    Rule::HeaderBadVersion,
+                    format!("session header version must be {expected}, got {got}"),
+                ));
+            }
+        }
+        if !is_lossless(&Value::Object(fields.clone())) {
+            return invalid("session header is not losslessly JSON-serializable".into());
+        }
+        if !matches!(fields.get("id"), Some(Value::String(_))) {
+            return invalid("session header id must be a string".into());
+        }
+        if fields
+            .get("createdAt")
+            .and_then(non_negative_safe_integer)
+            .is_none()
+        {
+            return invalid("session header createdAt must be a non-negative safe integer".into());
+        }
+        if let Some(cwd) = fields.get("cwd") {
+            match cwd {
+                Value::String(path) if is_absolute(path) => {}
+                Value::String(_) => {
+                    return invalid("session header cwd must be an absolute path".into())
+                }
+                _ => return invalid("session header cwd must be a string".into()),
+            }
+        }
+        if let Some(parent) = fields.get("parentSession") {
+            if !parent.is_string() {
+                return invalid("session header parentSession must be a string".into());
+            }
+        }
+        if generation >= Generation::V2 {
+            if fields.contains_key("seedLength") {
+                return invalid("session header has invalid field \"seedLength\"".into());
+            }
+            if !matches!(fields.get("isSeeded"), Some(Value::Bool(_))) {
+                return invalid("session header isSeeded must be a boolean".into());
+            }
+        } else if let Some(length) = fields.get("seedLength") {
+            if non_negative_safe_integer(length).is_none() {
+                return invalid(
+                    "session header seedLength must be a non-negative safe integer".into(),
+                );
+            }
+        }
+        if let Some(origin) = fields.get("origin") {
+            if origin.as_str() != Some("subagent") {
+                return invalid("session header origin must be \"subagent\"".into());
+            }
+        }
+        if let Some(depth) = fields.get("delegationDepth") {
+            if non_negative_safe_integer(depth).is_none() {
+                return invalid(
+                    "session header delegationDepth must be a non-negative safe integer".into(),
+                );
+            }
+        }
+        if let Some(preset) = fields.get("agentPreset") {
+            if !preset.is_string() {
+                return invalid("session header agentPreset must be a string".into());
+            }
+        }
+        Ok(SessionHeader { fields, generation })
+    }
+
+    /// Checks that the header belongs to the session `id`.
+    pub fn check_id(&self, id: &str) -> Result<(), AcceptError> {
+        if self.id() == id {
+            Ok(())
+        } else {
+            Err(AcceptError::new(
+                Rule::HeaderIdMismatch,
+                format!(
+                    "session header id \"{}\" does not match session id \"{id}\"",
+                    self.id()
+                ),
+            ))
+        }
+    }
+
+    /// The generation whose rules this header (and its log) follow.
+    pub fn generation(&self) -> Generation {
+        self.generation
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        self.fields.get("id").and_then(Value::as_str).unwrap_or("")
+    }
+
+    /// Creation time, epoch milliseconds.
+    pub fn created_at(&self) -> u64 {
+        self.fields
+            .get("createdAt")
+            .and_then(non_negative_safe_integer)
+            .unwrap_or(0)
+    }
+
+    /// The working directory, when recorded.
+    pub fn cwd(&self) -> Option<&str> {
+        self.fields.get("cwd").and_then(Value::as_str)
+    }
+
+    /// The parent session of a fork.
+    pub fn parent_session(&self) -> Option<&str> {
+        self.fields.get("parentSession").and_then(Value::as_str)
+    }
+
+    /// Whether the log starts with inherited history (v0/v1: `seedLength` present).
+    pub fn is_seeded(&self) -> bool {
+        match self.fields.get("isSeeded") {
+            Some(Value::Bool(seeded)) => *seeded,
+            _ => self.seed_length().is_some(),
+        }
+    }
+
+    /// The v0/v1 numeric inherited cut.
+    pub fn seed_length(&self) -> Option<u64> {
+        self.fields
+            .get("seedLength")
+            .and_then(non_negative_safe_integer)
+    }
+
+    /// `Some("subagent")` for delegated sessions.
+    pub fn origin(&self) -> Option<&str> {
+        self.fields.get("origin").and_then(Value::as_str)
+    }
+
+    /// Delegation depth (0 when absent).
+    pub fn delegation_depth(&self) -> u64 {
+        self.fields
+            .get("delegationDepth")
+            .and_then(non_negative_safe_integer)
+            .unwrap_or(0)
+    }
+
+    /// The agent preset.
+    pub fn agent_preset(&self) -> Option<&str> {
+        self.fields.get("agentPreset").and_then(Value::as_str)
+    }
+
+    /// The header object, in key order (unknown keys included).
+    pub fn fields(&self) -> &Map<String, Value> {
+        &self.fields
+    }
+}
+
+fn is_absolute(path: &str) -> bool {
+    path.starts_with('/')
+        || path.starts_with("\\\\")
+        || (path.len() >= 3
+            && path.as_bytes()[0].is_ascii_alphabetic()
+            && path.as_bytes()[1] == b':'
+            && matches!(path.as_bytes()[2], b'\\' | b'/'))
+}
+
+/// How JavaScript's template strings print a JSON value in error messages.
+fn js_display(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Null => "null".into(),
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,105 @@
+//! The lossless-JSON rule (session-core §2.5) and JavaScript number semantics.
+//!
+//! dsh stores everything as JSON produced by `JSON.stringify` and reads it with
+//! `JSON.parse`, so "a number" means an IEEE double: `1.0` is the integer 1,
+//! `-0` is a distinct value that does not survive a round trip, and `1e400` is
+//! `Infinity`. strata parses with serde_json's `arbitrary_precision`, which keeps
+//! each number's text, and judges it here with the same semantics.
+//!
+//! serde_json's compact writer escapes strings exactly like `JSON.stringify`
+//! (`\"`, `\\`, `\b \f \n \r \t`, other control characters as lowercase
+//! `\u00xx`, everything else literal) and, with `preserve_order`, keeps object
+//! keys in insertion order, so writing a [`Value`] with `serde_json::to_writer`
+//! is byte-identical to dsh.
+
+use serde_json::{Number, Value};
+
+use crate::seq::MAX_SAFE_INTEGER;
+
+/// Reads a JSON number the way `JSON.parse` would (a double).
+pub fn number_value(number: &Number) -> f64 {
+    number
+        .as_f64()
+        .or_else(|| number.to_string().parse::<f64>().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// True for a number that `JSON.stringify` cannot reproduce: `-0`, NaN or ±Infinity.
+pub fn is_lossy_number(number: &Number) -> bool {
+    let value = number_value(number);
+    !value.is_finite() || (value == 0.0 && value.is_sign_negative())
+}
+
+/// The value as a JavaScript safe integer (`Number.isSafeInteger`), rejecting `-0`.
+pub fn safe_integer(value: &Value) -> Option<i64> {
+    let Value::Number(number) = value else {
+        return None;
+    };
+    if let Some(int) = number.as_i64() {
+        // Integer spelling; `-0` parses as 0 here, so look at the text.
+        if int == 0 && number.to_string().starts_with('-') {
+            return None;
+        }
+        return (int.unsigned_abs() <= MAX_SAFE_INTEGER).then_some(int);
+    }
+    let float = number_value(number);
+    if !float.is_finite() || float.fract() != 0.0 || float.abs() > MAX_SAFE_INTEGER as f64 {
+        return None;
+    }
+    if float == 0.0 && float.is_sign_negative() {
+        return None;
+    }
+    Some(float as i64)
+}
+
+/// The value as a non-negative JavaScript safe integer, rejecting `-0`.
+pub fn non_negative_safe_integer(value: &Value) -> Option<u64> {
+    safe_integer(value).and_then(|int| u64::try_from(int).ok())
+}
+
+/// True when every number in `value` is representable by `JSON.stringify`
+/// (the Rust side of dsh's lossless-JSON rule: serde values cannot hold
+/// functions, cycles or holes, so numbers are all that is left to check).
+pub fn is_lossless(value: &Value) -> bool {
+    match value {
+        Value::Null | Value::Bool(_) | Value::String(_) => true,
+        Value::Number(number) => !is_lossy_number(number),
+        Value::Array(items) => items.iter().all(is_lossless),
+        Value::Object(map) => map.values().all(is_lossless),
+    }
+}
+
+/// Deep JSON equality with object keys compared as sets, numbers by value.
+///
+/// The tool-result rewrite rule (session-core §5.2 rule 9) compares payloads
+/// this way; `Value`'s own `==` would be order-sensitive under `preserve_order`
+/// and spelling-sensitive under `arbitrary_precision`.
+pub fn json_equal(left: &Value, right: &Value) -> bool {
+    match (left, right) {
+        (Value::Null, Value::Null) => true,
+        (Value::Bool(a), Value::Bool(b)) => a == b,
+        (Value::String(a), Value::String(b)) => a == b,
+        (Value::Number(a), Value::Number(b)) => {
+            a.to_string() == b.to_string() || number_value(a) == number_value(b)
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| json_equal(x, y))
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .all(|(key, x)| b.get(key).is_some_and(|y| json_equal(x, y)))
+        }
+        _ => false,
+    }
+}
+
+/// Serializes a value as compact JSON, byte-identical to `JSON.stringify`.
+pub fn to_js_string(value: &Value) -> String {
+    // Serializing a `Value` to a `String` cannot fail: keys are strings and
+    // there is no I/O. Fall back to `null` rather than panic regardless.
+    serde_json::to_string(value).unwrap_or_else(|_| String::from("null"))
+}
+
+#[cfg(test)]
+mod tests;

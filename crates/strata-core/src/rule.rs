@@ -1,0 +1,183 @@
+//! Acceptance rules: one stable id per rule and the error that names it.
+//!
+//! Every rejection carries the upstream message text (tests match on it, and
+//! operators recognise it), a machine-readable [`Rule`] whose id never changes,
+//! and where it happened: the candidate's seq and, on seed or restore paths, its
+//! index in the input. Rule ids follow the dsh oracle's ids where it has one, so
+//! differential tests compare ids directly.
+
+use std::fmt;
+
+macro_rules! rules {
+    ($( $(#[$doc:meta])* $variant:ident => $id:literal, )*) => {
+        /// A stable, machine-readable name for one acceptance rule.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum Rule {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl Rule {
+            /// The kebab-case id, stable across releases.
+            pub const fn id(self) -> &'static str {
+                match self {
+                    $( Rule::$variant => $id, )*
+                }
+            }
+
+            /// Every rule, for documentation and exhaustive tests.
+            pub const ALL: &'static [Rule] = &[ $( Rule::$variant, )* ];
+        }
+    };
+}
+
+rules! {
+    /// §5.2 rule 1 / §2.2: seq must equal the event's index.
+    SeqNotContiguous => "seq-not-contiguous",
+    /// §2.1: envelope keys, types, `data` present, `ignorable` only `true`.
+    InvalidEnvelope => "invalid-envelope",
+    /// §2.5: data or metadata that `JSON.stringify` cannot reproduce (`-0`, …).
+    NonJson => "non-json",
+    /// §5.2 rule 2b: a surface type without `surfaceOp`.
+    MissingSurfaceOp => "missing-surfaceop",
+    /// §5.2 rule 2a: `surfaceOp` on a log-only type.
+    SurfaceOpOnNonSurface => "surfaceop-on-non-surface",
+    /// §5.2 rule 2a: `sourceEventSeqs` on a log-only type.
+    SourceOnNonSurface => "source-on-non-surface",
+    /// §5.2 rule 2c: `surfaceOp` neither `"append"` nor an object.
+    InvalidSurfaceOp => "invalid-surfaceop",
+    /// §5.2 rule 2c: a replace object with the wrong keys, op or endpoints.
+    ReplaceBadShape => "replace-bad-shape",
+    /// §5.2 rule 3: replace endpoints at or after the event's own seq.
+    ReplaceEndpointsNotEarlier => "replace-endpoints-not-earlier",
+    /// §5.2 rule 4a: `assistant/message` citing sources (V2+ embed the stream).
+    AssistantCitesSources => "assistant-cites-sources",
+    /// §5.2 rule 4b: `sourceEventSeqs` not an array.
+    SourceNotArray => "source-not-array",
+    /// §5.2 rule 4c: an empty `sourceEventSeqs` (V3: on any event).
+    EmptySource => "empty-source",
+    /// §5.2 rule 4c, v0 wording: empty sources allowed on assistant messages only.
+    EmptySourceOnNonAssistant => "empty-source-on-non-assistant",
+    /// §5.2 rule 4d: a source that is not a non-negative safe integer.
+    SourceInvalidSeq => "source-invalid-seq",
+    /// §5.2 rule 4e: a repeated source.
+    SourceDuplicate => "source-duplicate",
+    /// §5.2 rule 4f: a source at or after the event's own seq.
+    SourceNotEarlier => "source-not-earlier",
+    /// §5.2 rule 7: the start endpoint is not a current surface node.
+    ReplaceStartNotFound => "replace-bad-endpoint",
+    /// §5.2 rule 7: the end endpoint is not a current surface node.
+    ReplaceEndNotFound => "replace-bad-end",
+    /// §5.2 rule 7: start comes after end in surface order.
+    ReplaceEndpointsReversed => "replace-endpoints-reversed",
+    /// §5.2 rule 8: a shadowed node missing from `sourceEventSeqs`.
+    ReplaceUncoveredSource => "replace-uncovered-source",
+    /// §5.2 rule 9a: a tool-result rewrite shadowing more than one node.
+    ToolResultReplaceMulti => "tool-result-replace-multi",
+    /// §5.2 rule 9b: a tool-result rewrite whose target is not a tool result.
+    ToolResultReplaceWrongTarget => "tool-result-replace-wrong-target",
+    /// §5.2 rule 9c: a tool-result rewrite changing more than the content.
+    ToolResultReplaceChangesNonContent => "tool-result-replace-changes-non-content",
+    /// §5.2 rule 10: node 0 system prompt rewritten by anything but one system message.
+    SystemHeadProtected => "system-head-protected",
+    /// §5.3: `data` of `request/header` or `tool/result` not an object.
+    DataNotObject => "data-not-object",
+    /// §5.3: `request/header` `header` not an object.
+    HeaderNotObject => "header-not-object",
+    /// §5.3: V3 forbids `header.system` (the prompt is a `system/message`).
+    HeaderSystemForbidden => "header-system-forbidden",
+    /// §5.3: V3 forbids `tools: []`.
+    EmptyTools => "empty-tools",
+    /// §5.3: V3 forbids `adapterDefaults: {}`.
+    EmptyAdapterDefaults => "empty-adapter-defaults",
+    /// §5.3: a tool result with `error` must be marked `isError: true`.
+    ToolErrorWithoutIsError => "tool-error-without-is-error",
+    /// §4.5: a surface event without an identified message.
+    MessageNoId => "message-no-id",
+    /// §4.5: the message role does not match the event type.
+    MessageWrongRole => "message-wrong-role",
+    /// §4.5: the message source is not an object with a kind.
+    MessageInvalidSource => "message-invalid-source",
+    /// §4.5: the message content is not an array.
+    MessageInvalidContent => "message-invalid-content",
+    /// §4.5: a system message without a plugin source.
+    SystemNoPluginSource => "system-no-plugin-source",
+    /// §4.5: an assistant message without a model source.
+    AssistantNoModelSource => "assistant-no-model-source",
+    /// §4.5: a tool result without a tool source.
+    ToolResultNoToolSource => "tool-result-no-tool-source",
+    /// §4.5: a V3 tool result without exactly one tool-result block.
+    ToolResultNotOneBlock => "tool-result-not-one-block",
+    /// §4.5: the tool-result block names another call than the source.
+    ToolResultMismatchedCallId => "tool-result-mismatched-callid",
+    /// §4.5: assistant turn/step/stream fields malformed.
+    InvalidSettlementFields => "invalid-settlement-fields",
+    /// §4.5: a request header without provider and model.
+    RequestHeaderNoModel => "request-header-no-model",
+    /// §4.5: an empty or non-string `reasoningEffort`.
+    RequestHeaderBadReasoningEffort => "request-header-bad-reasoning-effort",
+    /// §4.5: malformed `adapterDefaults`.
+    RequestHeaderBadAdapterDefaults => "request-header-bad-adapter-defaults",
+    /// §4.5: a request-header reason outside initial/resume/change/series.
+    RequestHeaderBadReason => "request-header-bad-reason",
+    /// §4.5: `startsSeries` present but not `true`.
+    RequestHeaderBadStartsSeries => "request-header-bad-starts-series",
+    /// §0.5: the retired `request/header-delta` format.
+    LegacyHeaderDelta => "legacy-header-delta",
+    /// §0.5: the retired `fallback` request-header reason.
+    LegacyFallbackReason => "legacy-fallback-reason",
+    /// §3.2: a type the generation does not know, not marked ignorable.
+    UnknownType => "unknown-type",
+    /// §2.3: a header of another format version.
+    HeaderBadVersion => "header-bad-version",
+    /// §2.3: a header whose id is not the session's.
+    HeaderIdMismatch => "header-id-mismatch",
+    /// §2.3: a malformed header field.
+    HeaderInvalid => "header-invalid",
+    /// §9.1: seed, header `isSeeded` and inherited count disagree.
+    SeedMismatch => "seed-mismatch",
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// A rejected candidate event, seed or header.
+///
+/// Rejection changes nothing: the log, surface, generation counters and
+/// derived messages are exactly as before the call.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct AcceptError {
+    /// Which rule failed.
+    pub rule: Rule,
+    /// The seq the candidate had or would have had, when known.
+    pub seq: Option<u64>,
+    /// The candidate's index in a seed or restored log, when on those paths.
+    pub index: Option<u64>,
+    /// The upstream message text.
+    pub message: String,
+}
+
+impl AcceptError {
+    pub(crate) fn new(rule: Rule, message: impl Into<String>) -> AcceptError {
+        AcceptError {
+            rule,
+            seq: None,
+            index: None,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn at_seq(mut self, seq: u64) -> AcceptError {
+        self.seq = Some(seq);
+        self
+    }
+
+    pub(crate) fn at_index(mut self, index: u64) -> AcceptError {
+        self.index = Some(index);
+        self
+    }
+}

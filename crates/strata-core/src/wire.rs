@@ -1,0 +1,302 @@
+//! Wire shapes: an event row as read from storage, before acceptance.
+//!
+//! A [`RawEvent`] holds each envelope field as the JSON it was written with,
+//! plus what the decoder noticed (unknown keys, a non-object row, key order).
+//! Nothing is judged here: acceptance decides, in the order the rules are
+//! listed, so the first failing rule is the one reported. This is the only
+//! module whose types derive serde; surface, plan and index types stay private
+//! to their modules so the wire format is the only compatibility promise.
+
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::{Map, Value};
+
+use crate::event::{EnvelopeKey, Event, KeyOrder, SurfaceMeta};
+use crate::generation::Generation;
+
+/// One event row as read from storage or built by a caller, not yet accepted.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RawEvent {
+    pub(crate) event_type: Option<Value>,
+    pub(crate) seq: Option<Value>,
+    pub(crate) time: Option<Value>,
+    pub(crate) data: Option<Value>,
+    pub(crate) surface_op: Option<Value>,
+    pub(crate) source_event_seqs: Option<Value>,
+    pub(crate) ignorable: Option<Value>,
+    pub(crate) order: Option<KeyOrder>,
+    /// The row was not a JSON object, or had a key outside the envelope.
+    pub(crate) malformed: bool,
+}
+
+impl RawEvent {
+    /// Decodes a parsed JSON row. Never fails: defects are kept for acceptance to report.
+    pub fn from_value(value: Value) -> RawEvent {
+        let Value::Object(map) = value else {
+            return RawEvent {
+                malformed: true,
+                ..RawEvent::default()
+            };
+        };
+        let mut raw = RawEvent {
+            order: Some(KeyOrder::empty()),
+            ..RawEvent::default()
+        };
+        for (key, value) in map {
+            raw.set_field(&key, value);
+        }
+        raw
+    }
+
+    /// Parses one JSON text (a JSONL line without its newline).
+    pub fn from_json_str(text: &str) -> Result<RawEvent, serde_json::Error> {
+        serde_json::from_str(text)
+    }
+
+    /// Parses one JSON text from bytes.
+    pub fn from_json_slice(bytes: &[u8]) -> Result<RawEvent, serde_json::Error> {
+        serde_json::from_slice(bytes)
+    }
+
+    /// A raw copy of an accepted event, for re-seeding history (replay, fork,
+    /// migration). Sources come back as a plain array.
+    pub fn from_event(event: &Event) -> RawEvent {
+        let (surface_op, source_event_seqs) = match &event.meta {
+            SurfaceMeta::LogOnly => (None, None),
+            SurfaceMeta::Surface { op, sources } => (
+                Some(op.to_value(Generation::NATIVE.replace_spelling())),
+                sources.as_ref().map(|list| {
+                    Value::Array(list.iter().map(|seq| Value::from(seq.get())).collect())
+                }),
+            ),
+            SurfaceMeta::Opaque {
+                surface_op,
+                source_event_seqs,
+            } => (surface_op.clone(), source_event_seqs.clone()),
+        };
+        RawEvent {
+            event_type: Some(Value::from(event.event_type.as_str())),
+            seq: Some(Value::from(event.seq.get())),
+            time: Some(Value::from(event.time)),
+            data: Some(event.data.clone()),
+            surface_op,
+            source_event_seqs,
+            ignorable: event.ignorable.then_some(Value::Bool(true)),
+            order: Some(event.order),
+            malformed: false,
+        }
+    }
+
+    fn set_field(&mut self, key: &str, value: Value) {
+        let (slot, envelope_key) = match key {
+            "type" => (&mut self.event_type, EnvelopeKey::Type),
+            "seq" => (&mut self.seq, EnvelopeKey::Seq),
+            "time" => (&mut self.time, EnvelopeKey::Time),
+            "data" => (&mut self.data, EnvelopeKey::Data),
+            "surfaceOp" => (&mut self.surface_op, EnvelopeKey::SurfaceOp),
+            "sourceEventSeqs" => (&mut self.source_event_seqs, EnvelopeKey::SourceEventSeqs),
+            "ignorable" => (&mut self.ignorable, EnvelopeKey::Ignorable),
+            _ => {
+                self.malformed = true;
+                return;
+            }
+        };
+        // Like `JSON.parse`, a repeated key keeps its first position and its last value.
+        *slot = Some(value);
+        if let Some(order) = &mut self.order {
+            order.push(envelope_key);
+        }
+    }
+
+    /// The `type` tag, when it is a string.
+    pub fn type_tag(&self) -> Option<&str> {
+        self.event_type.as_ref().and_then(Value::as_str)
+    }
+
+    /// The `seq` value as written.
+    pub fn seq_value(&self) -> Option<&Value> {
+        self.seq.as_ref()
+    }
+
+    /// The `data` value as written.
+    pub fn data(&self) -> Option<&Value> {
+        self.data.as_ref()
+    }
+
+    /// Mutable access to `data`, for read-side normalizations of older generations.
+    pub fn data_mut(&mut self) -> Option<&mut Value> {
+        self.data.as_mut()
+    }
+
+    /// The `surfaceOp` value as written.
+    pub fn surface_op(&self) -> Option<&Value> {
+        self.surface_op.as_ref()
+    }
+
+    /// The `sourceEventSeqs` value as written.
+    pub fn source_event_seqs(&self) -> Option<&Value> {
+        self.source_event_seqs.as_ref()
+    }
+
+    /// Whether the row carried `ignorable` (any value).
+    pub fn ignorable(&self) -> Option<&Value> {
+        self.ignorable.as_ref()
+    }
+
+    /// Replaces `sourceEventSeqs`; the JSONL codec stores it range-encoded and
+    /// hands acceptance the expanded plain array.
+    pub fn set_source_event_seqs(&mut self, value: Option<Value>) {
+        self.source_event_seqs = value;
+    }
+
+    /// Replaces `surfaceOp` (migrations respell replace endpoints).
+    pub fn set_surface_op(&mut self, value: Option<Value>) {
+        self.surface_op = value;
+    }
+
+    /// Replaces `seq` (fixture hydration and migrations renumber).
+    pub fn set_seq(&mut self, seq: u64) {
+        self.seq = Some(Value::from(seq));
+        if let Some(order) = &mut self.order {
+            order.push(EnvelopeKey::Seq);
+        }
+    }
+
+    /// Replaces `time` (fixture hydration).
+    pub fn set_time(&mut self, time: i64) {
+        self.time = Some(Value::from(time));
+        if let Some(order) = &mut self.order {
+            order.push(EnvelopeKey::Time);
+        }
+    }
+
+    /// Replaces `type` (read-side renames of older generations).
+    pub fn set_type_tag(&mut self, tag: &str) {
+        self.event_type = Some(Value::from(tag));
+    }
+
+    /// Replaces `data`.
+    pub fn set_data(&mut self, data: Value) {
+        self.data = Some(data);
+    }
+
+    /// The row as a JSON object with its fields in read order (for diagnostics
+    /// and pass-through writers).
+    pub fn to_value(&self) -> Value {
+        let mut map = Map::new();
+        let order = self.order.unwrap_or(KeyOrder::CANONICAL);
+        for key in order.keys() {
+            let (name, value) = match key {
+                EnvelopeKey::Type => ("type", &self.event_type),
+                EnvelopeKey::Seq => ("seq", &self.seq),
+                EnvelopeKey::Time => ("time", &self.time),
+                EnvelopeKey::Data => ("data", &self.data),
+                EnvelopeKey::SourceEventSeqs => ("sourceEventSeqs", &self.source_event_seqs),
+                EnvelopeKey::SurfaceOp => ("surfaceOp", &self.surface_op),
+                EnvelopeKey::Ignorable => ("ignorable", &self.ignorable),
+            };
+            if let Some(value) = value {
+                map.insert(name.to_owned(), value.clone());
+            }
+        }
+        Value::Object(map)
+    }
+}
+
+impl<'de> Deserialize<'de> for RawEvent {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<RawEvent, D::Error> {
+        deserializer.deserialize_any(RawEventVisitor)
+    }
+}
+
+struct RawEventVisitor;
+
+impl<'de> Visitor<'de> for RawEventVisitor {
+    type Value = RawEvent;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a session event object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawEvent, A::Error> {
+        let mut raw = RawEvent {
+            order: Some(KeyOrder::empty()),
+            ..RawEvent::default()
+        };
+        while let Some(key) = map.next_key::<KeyName>()? {
+            match key {
+                KeyName::Known(name) => {
+                    let value: Value = map.next_value()?;
+                    raw.set_field(name, value);
+                }
+                KeyName::Unknown => {
+                    map.next_value::<IgnoredAny>()?;
+                    raw.malformed = true;
+                }
+            }
+        }
+        Ok(raw)
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<RawEvent, E> {
+        Ok(not_an_object())
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<RawEvent, E> {
+        Ok(not_an_object())
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<RawEvent, E> {
+        Ok(not_an_object())
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<RawEvent, E> {
+        Ok(not_an_object())
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<RawEvent, E> {
+        Ok(not_an_object())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<RawEvent, E> {
+        Ok(not_an_object())
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<RawEvent, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(not_an_object())
+    }
+}
+
+fn not_an_object() -> RawEvent {
+    RawEvent {
+        malformed: true,
+        ..RawEvent::default()
+    }
+}
+
+/// An envelope key name, decoded without allocating.
+enum KeyName {
+    Known(&'static str),
+    Unknown,
+}
+
+impl<'de> Deserialize<'de> for KeyName {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<KeyName, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = KeyName;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an envelope key")
+            }
+            fn visit_str<E: de::Error>(self, key: &str) -> Result<KeyName, E> {
+                Ok(match key {
+                    "type" => KeyName::Known("type"),
+                    "seq" => KeyName::Known("seq"),
+                    "time" => KeyName::Known("time"),
+                    "data" => KeyName::Known("data"),
+                    "surfaceOp" => KeyName::Known("surfaceOp"),
+                    "sourceEventSeqs" => KeyName::Known("sourceEventSeqs"),
+                    "ignorable" => KeyName::Known("ignorable"),
+                    _ => KeyName::Unknown,
+                })
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
