@@ -1,2 +1,26 @@
-//! strata-agent (placeholder; see ARCHITECTURE.md).
+//! strata-agent: the agent loop on a strata session. Today it owns the LLM client
+//! ([`llm`]): a streaming OpenAI-compatible chat client with DeepSeek's extensions, retries, and
+//! a scripted model that replays canned responses offline.
+//!
+//! Layer: cli → **agent** → compact → store → core. The agent is the only layer that touches the
+//! network; it must never write session bytes itself (the store does) nor decide surface rules
+//! (the core does). See ARCHITECTURE.md for the bird's-eye view.
+//!
+//! ```
+//! use futures_util::StreamExt;
+//! use strata_agent::llm::{ChatMessage, ChatModel, ChatRequest, ScriptedModel, StreamEvent};
+//!
+//! let script = r#"{"responses": [{"events": [
+//!     {"type": "text_delta", "text": "Hello"},
+//!     {"type": "finish", "reason": "stop"}
+//! ]}]}"#;
+//! let model = ScriptedModel::from_json_str(script).unwrap();
+//! let request = ChatRequest::new("deepseek-chat", vec![ChatMessage::user("Hi")]);
+//! let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+//! let events: Vec<_> = runtime.block_on(model.stream(&request).collect());
+//! assert_eq!(events[0], Ok(StreamEvent::TextDelta { text: "Hello".into() }));
+//! assert_eq!(model.requests(), vec![request]);
+//! ```
 #![deny(missing_docs)]
+
+pub mod llm;
