@@ -19,6 +19,11 @@
 //! See ARCHITECTURE.md at the repository root for how the crates fit together.
 #![deny(missing_docs)]
 
+pub use codec::{
+    decode_event_line, decode_header_line, decode_header_value, encode_event_line,
+    encode_header_line, write_range_sources, CodecError, EventLine, JsonlReader, Location,
+    ReaderOptions, TornTail, RETIRED_HEADER_KEYS, V3_HEADER_KEYS,
+};
 pub use frames::{scan_frames, FrameError, FrameScan, FrameSpan};
 pub use layout::{
     decode_segment, encode_segment, parse_session_file_name, project_key, session_file_name,
@@ -29,6 +34,7 @@ pub use lines::{
 };
 pub use ranges::{decode_source_seqs, encode_source_seqs, RangeError, MAX_SAFE_SEQ};
 
+mod codec;
 mod frames;
 mod layout;
 mod lines;
