@@ -188,6 +188,28 @@ impl Session {
         events: impl IntoIterator<Item = RawEvent>,
         options: SeedOptions,
     ) -> Result<Session, AcceptError> {
+        Session::restore_with(header, events, options, None)
+    }
+
+    /// [`Session::restore`] for a writer resuming after a crash (persistence §4.2): a turn
+    /// the stored log leaves open is closed with `cause` closers (§8) *before* the end-seed
+    /// marker, so reopening a repaired log adds nothing. Events past the input (closers and
+    /// marker) are the caller's to persist.
+    pub fn restore_repaired(
+        header: SessionHeader,
+        events: impl IntoIterator<Item = RawEvent>,
+        cause: crate::repair::CloseCause,
+        options: SeedOptions,
+    ) -> Result<Session, AcceptError> {
+        Session::restore_with(header, events, options, Some(cause))
+    }
+
+    fn restore_with(
+        header: SessionHeader,
+        events: impl IntoIterator<Item = RawEvent>,
+        options: SeedOptions,
+        repair: Option<crate::repair::CloseCause>,
+    ) -> Result<Session, AcceptError> {
         let mut session = Session::empty(header);
         session.seed(events, Path::Restore)?;
         let log_len = session.events.len() as u64;
@@ -221,6 +243,12 @@ impl Session {
             ));
         }
         session.inherited_count = count;
+        if let Some(cause) = repair {
+            let closers = crate::repair::open_turn_closers(&session.events, cause);
+            if !closers.is_empty() {
+                session.append_batch(closers.candidates, closers.time)?;
+            }
+        }
         session.append_plain_marker_if_needed(options.marker_time)?;
         Ok(session)
     }
