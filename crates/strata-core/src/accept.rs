@@ -7,8 +7,12 @@
 //! Nothing here mutates; callers apply the plan.
 //!
 //! Which rules run depends on the path (§5.4): seeds and restores check the
-//! envelope and message shapes, appends check JSON losslessness instead, folds
-//! check only surface rules.
+//! envelope, appends and seeds check JSON losslessness, folds check only
+//! surface rules. Unlike upstream, V3 appends also check message shapes
+//! (§4.5): dsh's typed TypeScript API makes an ill-shaped append impossible,
+//! while a Rust payload carries its message as JSON, and without the check an
+//! append could commit an event that `Session::restore` later refuses. Appends
+//! to older generations keep upstream's behaviour (docs/v0-rules.md).
 
 use std::sync::Arc;
 
@@ -18,7 +22,7 @@ use crate::event::{Event, EventType, KeyOrder, ReplaceRange, SurfaceMeta, Surfac
 use crate::generation::{Generation, ReplaceSpelling};
 use crate::json::{is_lossless, json_equal, non_negative_safe_integer, safe_integer};
 use crate::rule::{AcceptError, Rule};
-use crate::seq::Seq;
+use crate::seq::{Seq, MAX_SAFE_INTEGER};
 use crate::surface::{find, SurfacePlan, SurfaceState};
 use crate::wire::RawEvent;
 
@@ -26,7 +30,7 @@ use crate::wire::RawEvent;
 /// how messages name the candidate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Path {
-    /// `Session::append`: built internally, JSON-snapshotted, no shape checks.
+    /// `Session::append`: built internally, JSON-snapshotted, shape-checked (V3).
     Append,
     /// A constructor seed: envelope, JSON snapshot, data, shape, surface.
     Seed,
@@ -140,6 +144,17 @@ pub(crate) fn accept_envelope(
     };
     if context.path == Path::Append {
         let type_tag = envelope.event_type.as_str();
+        // The caller's clock is a parameter: refuse what §2.1 would refuse on
+        // read, so every appended event restores.
+        if envelope.time.unsigned_abs() > MAX_SAFE_INTEGER {
+            return Err(locate(AcceptError::new(
+                Rule::InvalidEnvelope,
+                format!(
+                    "session event \"{type_tag}\" at seq {seq} has an invalid event envelope: time {} is not a safe integer",
+                    envelope.time
+                ),
+            )));
+        }
         if !is_lossless(&envelope.data) {
             return Err(locate(AcceptError::new(
                 Rule::NonJson,
@@ -159,7 +174,14 @@ pub(crate) fn accept_envelope(
     if context.path != Path::Fold {
         check_data(context, &envelope).map_err(locate)?;
     }
-    if matches!(context.path, Path::Seed | Path::Restore) {
+    // Appends are shape-checked only in the generation strata writes; older
+    // generations keep upstream's append behaviour (pinned by the v0 oracle).
+    let shape_checked = match context.path {
+        Path::Seed | Path::Restore => true,
+        Path::Append => context.generation == Generation::NATIVE,
+        Path::Fold => false,
+    };
+    if shape_checked {
         check_message_shape(context, &envelope).map_err(locate)?;
     }
     let wrap = |error: AcceptError| match context.path {
@@ -278,7 +300,12 @@ fn check_data(context: &Context<'_>, envelope: &Envelope) -> Result<(), AcceptEr
         ))
     };
     match envelope.event_type {
-        EventType::Other(ref name) if name.as_ref() == "request/header-delta" => {
+        // The retired legacy shapes are refused by name only when reading v0/v1
+        // logs (§0.5, §2.4). In V2+ `request/header-delta` is an ordinary unknown
+        // type and `fallback` an invalid reason (§11.3 item 11).
+        EventType::Other(ref name)
+            if generation <= Generation::V1 && name.as_ref() == "request/header-delta" =>
+        {
             return fail(
                 Rule::LegacyHeaderDelta,
                 "uses unsupported legacy request/header-delta format",
@@ -288,7 +315,9 @@ fn check_data(context: &Context<'_>, envelope: &Envelope) -> Result<(), AcceptEr
             let Value::Object(data) = &envelope.data else {
                 return fail(Rule::DataNotObject, "data must be an object");
             };
-            if data.get("reason").and_then(Value::as_str) == Some("fallback") {
+            if generation <= Generation::V1
+                && data.get("reason").and_then(Value::as_str) == Some("fallback")
+            {
                 return fail(
                     Rule::LegacyFallbackReason,
                     "uses unsupported legacy request/header reason \"fallback\"",
@@ -344,7 +373,7 @@ fn non_empty_str(value: Option<&Value>) -> bool {
     matches!(value, Some(Value::String(text)) if !text.is_empty())
 }
 
-/// Message-shape checks run on seed and restore (session-core §4.5).
+/// Message-shape checks (session-core §4.5): on seed and restore, and on V3 appends.
 fn check_message_shape(context: &Context<'_>, envelope: &Envelope) -> Result<(), AcceptError> {
     let generation = context.generation;
     let fail = |rule: Rule, detail: String| {
@@ -583,17 +612,18 @@ fn check_surface_local(
     }
 
     // Rule 2b/2c: the marker and its shape.
-    let op =
-        match (typed, raw_op) {
-            (Some((op, _)), _) => op,
-            (None, Some(raw)) => parse_surface_op(generation, tag, raw)?,
-            (None, None) => return Err(AcceptError::new(
+    let op = match (typed, raw_op) {
+        (Some((op, _)), _) => op,
+        (None, Some(raw)) => parse_surface_op(generation, tag, raw)?,
+        (None, None) => {
+            return Err(AcceptError::new(
                 Rule::MissingSurfaceOp,
                 format!(
                     "session event \"{tag}\" is surface-eligible and requires a surfaceOp marker"
                 ),
-            )),
-        };
+            ))
+        }
+    };
 
     // Rule 3: endpoints reference earlier events (V3, event-local).
     if let SurfaceOp::Replace(range) = op {
@@ -607,8 +637,15 @@ fn check_surface_local(
         }
     }
 
-    // Rule 4: the source list.
+    // Rule 4: the source list. 4a comes first: an assistant message may not
+    // carry the field at all (V2+), whatever its value, even `[]`.
     let is_assistant = *event_type == EventType::AssistantMessage;
+    if is_assistant && has_sources && !generation.assistant_may_cite_sources() {
+        return Err(AcceptError::new(
+            Rule::AssistantCitesSources,
+            "assistant/message embeds its source stream and cannot carry sourceEventSeqs",
+        ));
+    }
     let sources: Option<Vec<Seq>> = match (typed, raw_sources) {
         (Some((_, sources)), _) => sources.map(<[Seq]>::to_vec),
         (None, Some(raw)) => Some(parse_sources_shape(
@@ -621,12 +658,6 @@ fn check_surface_local(
         (None, None) => None,
     };
     if let Some(list) = &sources {
-        if is_assistant && !generation.assistant_may_cite_sources() {
-            return Err(AcceptError::new(
-                Rule::AssistantCitesSources,
-                "assistant/message embeds its source stream and cannot carry sourceEventSeqs",
-            ));
-        }
         check_source_list(generation, seq, list, is_assistant)?;
     }
     Ok(SurfaceMeta::Surface {

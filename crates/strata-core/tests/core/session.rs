@@ -1,0 +1,614 @@
+//! §11.3 `session.spec`: the session object, seeds, restores, message shapes
+//! and headers.
+//!
+//! Data cases live in `data/session.txt`; the code tests below cover what is
+//! about session objects rather than logs.
+//!
+//! Skipped, with why:
+//! - 13–16 (`snapshotSessionEvent`/`adoptSessionEvent`, freezing adopted
+//!   messages): strata has no adopt API; accepted events are immutable
+//!   `Arc<Event>`s by construction. Item 17 (shape before anything else) is
+//!   ported onto restore.
+//! - 28, 29, 34, 38, 41 (getters read once), 31, 32, 33, 40 (class instances,
+//!   null prototypes), 35 (a pluggable surface validator), 36, 37, 47 (caller
+//!   mutates its input afterwards), 44 (deep freeze): JavaScript object
+//!   mechanics with no Rust equivalent — values are parsed JSON, moved into
+//!   the core, and immutable behind `Arc`.
+//! - 52–59, 66–68, 71–77 (SessionStore publication, listeners, fibers,
+//!   announce/detach): store-level, not core. 69 and 70 (a veto before commit)
+//!   map onto `Session::plan` without `commit`, ported below.
+//! - 60–65 (store create with meta): ported onto `SessionHeader::new`/`fresh`.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use strata_core::{
+    payload, Candidate, EventType, Generation, HeaderSpec, Rule, SeedOptions, Seq, Session,
+    SessionHeader, StalePlanError, SurfaceIntent,
+};
+
+use crate::harness::{header, live, raw_events, rows, scratch_messages, Snapshot};
+
+data_tests! { "session";
+    // §11.3 item 2
+    session_02_turn_with_tool_call_derives_user_assistant_user,
+    // §11.3 item 3
+    session_03_max_tokens_turn_end_round_trips,
+    // §11.3 item 5
+    session_05_injected_messages_derive_as_user_content,
+    // §11.3 item 6
+    session_06_agent_instructions_source_is_kept_exactly,
+    // §11.3 item 9
+    session_09_seed_shape_errors,
+    // §11.3 item 10
+    session_10_restore_checks_settlement_fields,
+    // §11.3 item 11
+    session_11_request_header_reason_and_series_marker,
+    // §11.3 item 12
+    session_12_seed_message_shape_errors,
+    // §11.3 item 17
+    session_17_shape_is_checked_before_surface_rules,
+    // §11.3 item 18
+    session_18_reasoning_effort,
+    // §11.3 item 19
+    session_19_adapter_defaults,
+    // §11.3 item 21
+    session_21_append_refuses_non_json_data,
+    // §11.3 item 22
+    session_22_surface_type_without_intent,
+    // §11.3 item 23
+    session_23_dense_nested_values_are_accepted,
+    // §11.3 item 24
+    session_24_seed_refuses_non_lossless_data,
+    // §11.3 item 25
+    session_25_seed_with_seq_gap,
+    // §11.3 item 26
+    session_26_seed_with_markerless_user_message,
+    // §11.3 item 30
+    session_30_seed_surface_op_must_be_lossless,
+    // §11.3 item 39
+    session_39_append_surface_op_must_be_lossless,
+    // §11.3 item 42
+    session_42_append_surface_op_shapes,
+    // §11.3 item 43
+    session_43_log_only_event_with_surface_op,
+    // §11.3 item 51
+    session_51_seed_envelope_errors,
+}
+
+fn user(id: &str, text: &str) -> Candidate {
+    Candidate::surface(
+        payload::UserMessage {
+            message: payload::user_text_message(id, text),
+        },
+        SurfaceIntent::append(),
+    )
+}
+
+fn seeded(rows: &[String]) -> Session {
+    Session::create_seeded(
+        header("seeded"),
+        raw_events(rows),
+        None,
+        SeedOptions::default(),
+    )
+    .unwrap()
+}
+
+// §11.3 item 1: the surface is one object owned by the session, the same
+// across appends.
+#[test]
+fn session_01_surface_is_one_stable_view() {
+    let mut session = Session::create(header("s")).unwrap();
+    let before: *const strata_core::SurfaceState = session.surface();
+    session.append(user("m0", "hi"), 1).unwrap();
+    assert!(std::ptr::eq(before, session.surface()));
+}
+
+// §11.3 item 4: an aborted turn replays through a seed: the replay minus its
+// trailing end-seed equals the original, byte for byte.
+#[test]
+fn session_04_aborted_turn_round_trips_through_seeded_replay() {
+    let log = rows(
+        r#"
+{"$":"TS"}
+{"$":"U"}
+{"$":"TE","$reason":{"kind":"aborted","reason":{"kind":"user"}}}
+"#,
+    );
+    let original = live("s", &log);
+    let replay = seeded(&log);
+    let replayed: Vec<String> = replay.events().iter().map(|e| e.to_json()).collect();
+    let expected: Vec<String> = original.events().iter().map(|e| e.to_json()).collect();
+    assert_eq!(replayed[..replayed.len() - 1], expected[..]);
+    assert_eq!(
+        replayed.last().unwrap(),
+        r#"{"type":"session/end-seed","seq":3,"time":0,"data":{}}"#
+    );
+}
+
+// §11.3 item 7: a seeded replay has the same messages, the original events
+// verbatim, one more event, and first_live_seq at the original length.
+#[test]
+fn session_07_seeded_replay_keeps_events_and_messages() {
+    let log = rows(
+        r#"
+{"$":"TS"}
+{"$":"U"}
+{"$":"A","$calls":["c1"]}
+{"$":"TC"}
+{"$":"T","sourceEventSeqs":[3]}
+{"$":"TE"}
+"#,
+    );
+    let original = live("s", &log);
+    let replay = seeded(&log);
+    assert_eq!(
+        replay.derive_messages().to_vec(),
+        original.derive_messages().to_vec()
+    );
+    assert_eq!(replay.len(), original.len() + 1);
+    assert_eq!(replay.first_live_seq(), original.len() as u64);
+    for (a, b) in original.events().iter().zip(replay.events()) {
+        assert_eq!(a.to_json(), b.to_json());
+    }
+}
+
+// §11.3 item 8: a fresh session has no events; an explicitly empty seed gives
+// [end-seed {} @0] with first_live_seq 0; reopening that log adds nothing and
+// first_live_seq is 1.
+#[test]
+fn session_08_fresh_empty_seed_and_reopen() {
+    let fresh = Session::create(header("s")).unwrap();
+    assert!(fresh.is_empty());
+    assert_eq!(fresh.first_live_seq(), 0);
+    let empty_seed = seeded(&[]);
+    let lines: Vec<String> = empty_seed.events().iter().map(|e| e.to_json()).collect();
+    assert_eq!(
+        lines,
+        [r#"{"type":"session/end-seed","seq":0,"time":0,"data":{}}"#]
+    );
+    assert_eq!(empty_seed.first_live_seq(), 0);
+    let reopened = Session::restore(
+        header("s"),
+        empty_seed.to_raw_events(),
+        SeedOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(reopened.len(), 1);
+    assert_eq!(reopened.first_live_seq(), 1);
+}
+
+// §11.3 item 20: a derived-message snapshot is immutable; reordering a copy is
+// harmless; the log is unchanged.
+#[test]
+fn session_20_derived_messages_are_immutable_snapshots() {
+    let session = live(
+        "s",
+        &rows(
+            r#"
+{"$":"U"}
+{"$":"A"}
+"#,
+        ),
+    );
+    let before = Snapshot::of(&session);
+    let messages = session.derive_messages();
+    let mut copy = messages.to_vec();
+    copy.reverse();
+    assert_eq!(copy[0].id(), "a1");
+    assert_eq!(session.derive_messages()[0].id(), "m0");
+    assert_eq!(messages[0].id(), "m0");
+    assert_eq!(Snapshot::of(&session), before);
+}
+
+// §11.3 item 27: a well-formed seed is preserved and first_live_seq is its length.
+#[test]
+fn session_27_well_formed_seed_is_preserved() {
+    let log = rows(
+        r#"
+{"$":"TS"}
+{"$":"U"}
+{"$":"TE"}
+"#,
+    );
+    let session = seeded(&log);
+    assert_eq!(session.first_live_seq(), 3);
+    assert_eq!(session.inherited_count(), 0);
+    for (row, event) in log.iter().zip(session.events()) {
+        assert_eq!(row, &event.to_json());
+    }
+    assert_eq!(session.events()[3].event_type(), &EventType::SessionEndSeed);
+}
+
+// §11.3 item 45: a held message snapshot never grows; the session's own list does.
+#[test]
+fn session_45_held_snapshots_never_grow() {
+    let mut session = Session::create(header("s")).unwrap();
+    session.append(user("m0", "a"), 1).unwrap();
+    let held = session.derive_messages();
+    session.append(user("m1", "b"), 2).unwrap();
+    assert_eq!(held.len(), 1);
+    assert_eq!(session.derive_messages().len(), 2);
+    let again = session.derive_messages();
+    assert_eq!(again.len(), 2);
+    assert!(Arc::ptr_eq(again[0].event(), held[0].event()));
+}
+
+// §11.3 item 46: `event(seq)` returns the stored event; `None` past the end.
+#[test]
+fn session_46_event_at_returns_the_stored_event() {
+    let mut session = Session::create(header("s")).unwrap();
+    let appended = session.append(user("m0", "a"), 1).unwrap();
+    assert!(Arc::ptr_eq(session.event(Seq::ZERO).unwrap(), &appended));
+    assert!(session.event(Seq::new(1).unwrap()).is_none());
+    assert_eq!(session.project(Seq::ZERO).unwrap().id(), "m0");
+    assert!(session.project(Seq::new(1).unwrap()).is_none());
+}
+
+fn header_error(value: Value) -> (Rule, String) {
+    let error = SessionHeader::from_value(value, Generation::V3).unwrap_err();
+    (error.rule, error.message)
+}
+
+fn minimal_header() -> Value {
+    json!({"version": 3, "id": "s", "createdAt": 0, "isSeeded": false})
+}
+
+fn with(mut value: Value, key: &str, field: Value) -> Value {
+    value[key] = field;
+    value
+}
+
+// §11.3 item 48: a header that is not a JSON object, a non-lossless field,
+// and an id that is not the session's.
+#[test]
+fn session_48_header_object_and_id_errors() {
+    for value in [json!(null), json!(1), json!([])] {
+        assert_eq!(
+            header_error(value),
+            (
+                Rule::HeaderInvalid,
+                "session header is not a plain JSON record".to_owned()
+            )
+        );
+    }
+    let lossy: Value = serde_json::from_str(
+        r#"{"version":3,"id":"s","createdAt":0,"isSeeded":false,"parentSession":1e400}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        header_error(lossy),
+        (
+            Rule::HeaderInvalid,
+            "session header is not losslessly JSON-serializable".to_owned()
+        )
+    );
+    let header = SessionHeader::from_value(minimal_header(), Generation::V3).unwrap();
+    let error = header.check_id("other").unwrap_err();
+    assert_eq!(error.rule, Rule::HeaderIdMismatch);
+    assert_eq!(
+        error.message,
+        "session header id \"s\" does not match session id \"other\""
+    );
+    assert!(header.check_id("s").is_ok());
+}
+
+// §11.3 item 49: header field errors, with the §2.3 messages.
+#[test]
+fn session_49_header_field_errors() {
+    let cases: Vec<(Value, Rule, &str)> = vec![
+        (
+            with(minimal_header(), "version", json!(4)),
+            Rule::HeaderBadVersion,
+            "session header version must be 3, got 4",
+        ),
+        (
+            json!({"id": "s", "createdAt": 0, "isSeeded": false}),
+            Rule::HeaderBadVersion,
+            "session header version must be 3, got undefined",
+        ),
+        (
+            with(minimal_header(), "version", json!("3")),
+            Rule::HeaderBadVersion,
+            "session header version must be 3, got 3",
+        ),
+        (
+            with(minimal_header(), "id", json!(7)),
+            Rule::HeaderInvalid,
+            "session header id must be a string",
+        ),
+        (
+            with(minimal_header(), "createdAt", json!("0")),
+            Rule::HeaderInvalid,
+            "session header createdAt must be a non-negative safe integer",
+        ),
+        (
+            with(minimal_header(), "cwd", json!(1)),
+            Rule::HeaderInvalid,
+            "session header cwd must be a string",
+        ),
+        (
+            with(minimal_header(), "cwd", json!("relative/dir")),
+            Rule::HeaderInvalid,
+            "session header cwd must be an absolute path",
+        ),
+        (
+            with(minimal_header(), "parentSession", json!(1)),
+            Rule::HeaderInvalid,
+            "session header parentSession must be a string",
+        ),
+        (
+            with(minimal_header(), "isSeeded", json!("yes")),
+            Rule::HeaderInvalid,
+            "session header isSeeded must be a boolean",
+        ),
+        (
+            with(minimal_header(), "seedLength", json!(2)),
+            Rule::HeaderInvalid,
+            "session header has invalid field \"seedLength\"",
+        ),
+        (
+            with(minimal_header(), "origin", json!("user")),
+            Rule::HeaderInvalid,
+            "session header origin must be \"subagent\"",
+        ),
+        (
+            with(minimal_header(), "delegationDepth", json!(-1)),
+            Rule::HeaderInvalid,
+            "session header delegationDepth must be a non-negative safe integer",
+        ),
+        (
+            with(minimal_header(), "agentPreset", json!(false)),
+            Rule::HeaderInvalid,
+            "session header agentPreset must be a string",
+        ),
+    ];
+    for (value, rule, message) in cases {
+        assert_eq!(
+            header_error(value.clone()),
+            (rule, message.to_owned()),
+            "{value}"
+        );
+    }
+}
+
+// §11.3 item 50: an unknown logical header extension is retained, in order.
+#[test]
+fn session_50_unknown_header_extension_is_retained() {
+    let value = with(
+        minimal_header(),
+        "extension",
+        json!({"nested": [1, {"a": null}]}),
+    );
+    let header = SessionHeader::from_value(value.clone(), Generation::V3).unwrap();
+    assert_eq!(Value::Object(header.fields().clone()), value);
+    assert_eq!(
+        serde_json::to_string(header.fields()).unwrap(),
+        serde_json::to_string(&value).unwrap()
+    );
+}
+
+// §11.3 items 60–65 (store create with meta, ported onto header construction):
+// the minimal header, optional cwd/parentSession, origin and delegation depth,
+// invalid meta, a relative cwd, and a bare session's current-version header.
+#[test]
+fn session_60_to_65_header_construction() {
+    let minimal = SessionHeader::fresh("s", 5).unwrap();
+    assert_eq!(
+        serde_json::to_string(minimal.fields()).unwrap(),
+        r#"{"version":3,"id":"s","createdAt":5,"isSeeded":false,"delegationDepth":0}"#
+    );
+    assert!(!minimal.is_seeded());
+    assert_eq!(minimal.generation(), Generation::V3);
+    let full = SessionHeader::new(HeaderSpec {
+        id: "s".into(),
+        created_at: 5,
+        cwd: Some("/work".into()),
+        parent_session: Some("p".into()),
+        is_seeded: false,
+        origin: Some("subagent".into()),
+        delegation_depth: 2,
+        agent_preset: Some("coder".into()),
+    })
+    .unwrap();
+    assert_eq!(full.cwd(), Some("/work"));
+    assert_eq!(full.parent_session(), Some("p"));
+    assert_eq!(full.origin(), Some("subagent"));
+    assert_eq!(full.delegation_depth(), 2);
+    assert_eq!(full.agent_preset(), Some("coder"));
+    let relative = SessionHeader::new(HeaderSpec {
+        id: "s".into(),
+        cwd: Some("work".into()),
+        ..HeaderSpec::default()
+    })
+    .unwrap_err();
+    assert_eq!(
+        relative.message,
+        "session header cwd must be an absolute path"
+    );
+    let bad_origin = SessionHeader::new(HeaderSpec {
+        id: "s".into(),
+        origin: Some("user".into()),
+        ..HeaderSpec::default()
+    })
+    .unwrap_err();
+    assert_eq!(
+        bad_origin.message,
+        "session header origin must be \"subagent\""
+    );
+    let bare = Session::create(SessionHeader::fresh("b", 0).unwrap()).unwrap();
+    assert_eq!(bare.header().generation(), Generation::NATIVE);
+    assert_eq!(bare.id(), "b");
+}
+
+// §11.3 items 69–70 (a veto before commit): a plan that is never committed
+// changes nothing — not even a replacement's nodes or generation — and a retry
+// commits; a plan made before another commit is stale.
+#[test]
+fn session_69_uncommitted_plan_changes_nothing() {
+    let mut session = live("s", &rows(r#"{"$":"U"}"#));
+    let before = Snapshot::of(&session);
+    let replace = || {
+        Candidate::surface(
+            payload::UserMessage {
+                message: payload::user_text_message("m1", "summary"),
+            },
+            SurfaceIntent::replace(Seq::ZERO, Seq::ZERO, vec![Seq::ZERO]),
+        )
+    };
+    let plan = session.plan(replace(), 1).unwrap();
+    assert_eq!(
+        plan.event().seq(),
+        Seq::new(1).unwrap(),
+        "planned at the old length"
+    );
+    drop(plan);
+    assert_eq!(Snapshot::of(&session), before);
+    let plan = session.plan(replace(), 1).unwrap();
+    let stale = session.plan(user("m2", "x"), 1).unwrap();
+    session.commit(plan).unwrap();
+    assert_eq!(session.surface().nodes(), &[Seq::new(1).unwrap()]);
+    assert_eq!(session.surface().replace_generation(), 1);
+    assert_eq!(
+        session.commit(stale).unwrap_err(),
+        StalePlanError {
+            planned: 1,
+            next: 2
+        }
+    );
+    assert_eq!(session.len(), 2);
+    assert_eq!(
+        session.derive_messages().to_vec(),
+        scratch_messages(&session)
+    );
+}
+
+fn seeded_header(id: &str, is_seeded: bool) -> SessionHeader {
+    SessionHeader::new(HeaderSpec {
+        id: id.into(),
+        parent_session: is_seeded.then(|| "p".to_owned()),
+        is_seeded,
+        ..HeaderSpec::default()
+    })
+    .unwrap()
+}
+
+// §9.1 step 3: seed, `isSeeded` and inherited count must agree (exact texts).
+#[test]
+fn session_9_1_seed_header_and_inherited_count_agree() {
+    let log = rows(
+        r#"
+{"$":"TS"}
+{"$":"TE"}
+"#,
+    );
+    let message = |result: Result<Session, strata_core::AcceptError>| {
+        let error = result.err().unwrap();
+        assert_eq!(error.rule, Rule::SeedMismatch);
+        error.message
+    };
+    assert_eq!(
+        message(Session::create(seeded_header("c", true))),
+        "seeded session requires an explicit constructor seed"
+    );
+    assert_eq!(
+        message(Session::create_seeded(
+            seeded_header("c", true),
+            raw_events(&log),
+            None,
+            SeedOptions::default()
+        )),
+        "seeded session requires an inherited event count"
+    );
+    assert_eq!(
+        message(Session::create_seeded(
+            seeded_header("c", false),
+            raw_events(&log),
+            Some(1),
+            SeedOptions::default()
+        )),
+        "unseeded session inherited event count must be 0"
+    );
+    assert_eq!(
+        message(Session::create_seeded(
+            seeded_header("c", true),
+            raw_events(&log),
+            Some(3),
+            SeedOptions::default()
+        )),
+        "session inherited event count exceeds its event log"
+    );
+    assert_eq!(
+        message(Session::create_seeded(
+            seeded_header("c", true),
+            raw_events(&log),
+            Some(1),
+            SeedOptions::default()
+        )),
+        "seeded session constructor seed must equal its inherited prefix"
+    );
+    // A seeded restore needs its tagged marker; an unseeded one must not have one.
+    assert_eq!(
+        message(Session::restore(
+            seeded_header("c", true),
+            raw_events(&log),
+            SeedOptions::default()
+        )),
+        "seeded session requires an inherited event count"
+    );
+    let tagged = rows(
+        r#"
+{"$":"TS"}
+{"$":"TE"}
+{"$":"ES","$inherited":true}
+"#,
+    );
+    assert_eq!(
+        message(Session::restore(
+            seeded_header("c", false),
+            raw_events(&tagged),
+            SeedOptions::default()
+        )),
+        "unseeded session inherited event count must be 0"
+    );
+    let child = Session::restore(
+        seeded_header("c", true),
+        raw_events(&tagged),
+        SeedOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(child.inherited_count(), 2);
+    assert_eq!(child.len(), 3, "a log ending in a marker gets no new one");
+    assert_eq!(child.own_events().len(), 1);
+    assert!(child.is_own_seq(Seq::new(2).unwrap()));
+    assert!(!child.is_own_seq(Seq::new(1).unwrap()));
+}
+
+// §9.1 step 4: a fresh fork child always gets the tagged marker at the
+// inherited count, with the last inherited event's time, even when the copied
+// prefix already ends in an ancestor's marker.
+#[test]
+fn session_9_1_fresh_child_always_gets_a_tagged_marker() {
+    let log = rows(
+        r#"
+{"$":"TS","time":7}
+{"$":"TE","time":8}
+{"$":"ES","$inherited":true,"time":9}
+"#,
+    );
+    let child = Session::create_seeded(
+        seeded_header("c", true),
+        raw_events(&log),
+        Some(3),
+        SeedOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(child.len(), 4);
+    assert_eq!(
+        child.events()[3].to_json(),
+        r#"{"type":"session/end-seed","seq":3,"time":9,"data":{"inherited":true}}"#
+    );
+    assert_eq!(child.inherited_count(), 3);
+    assert_eq!(child.first_live_seq(), 3);
+}
