@@ -248,6 +248,9 @@ impl Session {
             if !closers.is_empty() {
                 session.append_batch(closers.candidates, closers.time)?;
             }
+            // The closers are part of the constructor seed (persistence §1.1):
+            // the first live seq follows them.
+            session.first_live_seq = session.events.len() as u64;
         }
         session.append_plain_marker_if_needed(options.marker_time)?;
         Ok(session)

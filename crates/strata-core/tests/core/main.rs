@@ -15,3 +15,7 @@ mod surface;
 mod canonical_envelopes;
 // §11.3 session.spec: seeds, restores, shapes, headers, plans.
 mod session;
+// §11.4 repair.spec: closers for an open turn.
+mod repair;
+// §11.5 fork.spec: closed-turn and any-prefix forks.
+mod fork;
