@@ -802,15 +802,20 @@ fn plan_relational(context: &Context<'_>, event: &Event) -> Result<SurfacePlan, 
             ),
         )
     })?;
-    let end_index = find(nodes, range.end).ok_or_else(|| {
-        AcceptError::new(
-            Rule::ReplaceEndNotFound,
-            format!(
-                "surface replace: end seq {} not found in surface",
-                range.end
-            ),
-        )
-    })?;
+    // The end usually follows the start: search there first, so a replace
+    // costs one pass over the surface, not two.
+    let end_index = match find(&nodes[start_index..], range.end) {
+        Some(offset) => start_index + offset,
+        None => find(&nodes[..start_index], range.end).ok_or_else(|| {
+            AcceptError::new(
+                Rule::ReplaceEndNotFound,
+                format!(
+                    "surface replace: end seq {} not found in surface",
+                    range.end
+                ),
+            )
+        })?,
+    };
     if start_index > end_index {
         return Err(AcceptError::new(
             Rule::ReplaceEndpointsReversed,

@@ -45,6 +45,7 @@ pub use wire::RawEvent;
 
 pub mod json;
 pub mod payload;
+pub mod synth;
 
 mod accept;
 mod candidate;

@@ -1,0 +1,388 @@
+//! Synthetic V3 sessions: deterministic, realistic logs for benches, demos and tests.
+//!
+//! A generated log looks like an agent's work: turns of steps, a system prompt
+//! at node 0, user prompts, assistant messages with embedded streams and tool
+//! calls, tool calls and their results, request headers, periodic compactions
+//! (a `compaction/start` … summary replace … `compaction/end` bracket over a
+//! span of whole turns) and tool-result prunes. Every event is appended
+//! through [`Session::append`], so a generated log is valid by construction.
+//! The same config and seed always give the same bytes (time is synthetic).
+
+use serde_json::{json, Value};
+
+use crate::candidate::{Candidate, Placement, SurfaceIntent};
+use crate::header::SessionHeader;
+use crate::payload::{self, HeaderReason};
+use crate::rule::AcceptError;
+use crate::seq::Seq;
+use crate::session::Session;
+
+/// What to generate.
+#[derive(Clone, Debug)]
+pub struct SynthConfig {
+    /// Stop at the first turn boundary at or after this many events.
+    pub events: u64,
+    /// PRNG seed.
+    pub seed: u64,
+    /// Bytes of text per user/assistant message (approximate).
+    pub content_bytes: usize,
+    /// Compact every this many turns (0 = never).
+    pub compact_every: u64,
+    /// Per-turn probability (0..=1) of pruning one older tool result.
+    pub prune_rate: f64,
+    /// Session id.
+    pub id: String,
+}
+
+impl Default for SynthConfig {
+    fn default() -> SynthConfig {
+        SynthConfig {
+            events: 1_000,
+            seed: 7,
+            content_bytes: 120,
+            compact_every: 8,
+            prune_rate: 0.05,
+            id: "synthetic".into(),
+        }
+    }
+}
+
+/// A small, fast, deterministic PRNG (xorshift64*); good enough for shapes.
+struct Rng(u64);
+
+impl Rng {
+    fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next_u64() % n
+        }
+    }
+
+    fn chance(&mut self, p: f64) -> bool {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 <= p
+    }
+}
+
+const WORDS: &[&str] = &[
+    "the",
+    "surface",
+    "session",
+    "log",
+    "event",
+    "tool",
+    "result",
+    "compaction",
+    "model",
+    "request",
+    "replay",
+    "file",
+    "grep",
+    "read",
+    "build",
+    "test",
+    "error",
+    "fix",
+    "step",
+    "turn",
+    "déjà",
+    "naïve",
+    "数据",
+    "ok",
+    "\"quoted\"",
+    "path/to/src",
+    "line\nbreak",
+    "tab\there",
+];
+
+fn text(rng: &mut Rng, bytes: usize) -> String {
+    let mut out = String::with_capacity(bytes + 16);
+    while out.len() < bytes {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(WORDS[rng.below(WORDS.len() as u64) as usize]);
+    }
+    out
+}
+
+/// Generates a session under `config`. Fails only if the generator itself is
+/// wrong (every append is validated).
+pub fn generate(config: &SynthConfig) -> Result<Session, AcceptError> {
+    let created_at = 1_700_000_000_000_u64;
+    let header = SessionHeader::new(crate::header::HeaderSpec {
+        id: config.id.clone(),
+        created_at,
+        cwd: Some("/home/user/project".into()),
+        ..Default::default()
+    })?;
+    let mut session = Session::create(header)?;
+    let mut rng = Rng(config.seed.max(1));
+    let mut time = created_at as i64;
+    let mut turn = 0_u64;
+    let mut tool_results: Vec<Seq> = Vec::new();
+    let provider = "deepseek";
+    let model = "deepseek-chat";
+    while (session.len() as u64) < config.events {
+        turn += 1;
+        time += 1_000;
+        session.append(Candidate::log_only(payload::TurnStart { turn }), time)?;
+        if config.compact_every > 0 && turn > 1 && turn % config.compact_every == 0 {
+            compact(&mut session, &mut rng, config, turn, time)?;
+        }
+        tool_results.retain(|seq| session.surface().position(*seq).is_some());
+        if config.prune_rate > 0.0 && !tool_results.is_empty() && rng.chance(config.prune_rate) {
+            let pick = tool_results.remove(rng.below(tool_results.len() as u64) as usize);
+            prune(&mut session, pick, time)?;
+        }
+        let steps = 1 + rng.below(3);
+        for step in 1..=steps {
+            time += 10;
+            session.append(Candidate::log_only(payload::StepStart { turn, step }), time)?;
+            if session.surface().is_empty() {
+                let message = payload::system_message(
+                    "system-0",
+                    "You are a careful coding agent.",
+                    "@deepseek-ai/dsh-system-prompt",
+                );
+                session.append(
+                    Candidate::surface(
+                        payload::SystemMessage {
+                            turn,
+                            step,
+                            message,
+                        },
+                        SurfaceIntent::append(),
+                    ),
+                    time,
+                )?;
+            }
+            if step == 1 {
+                let prompt = text(&mut rng, config.content_bytes);
+                let message = payload::user_text_message(&format!("user-{turn}"), &prompt);
+                session.append(
+                    Candidate::surface(payload::UserMessage { message }, SurfaceIntent::append()),
+                    time,
+                )?;
+                let reason = if session.request_header().is_none() {
+                    Some(HeaderReason::Initial)
+                } else if rng.chance(0.01) {
+                    Some(HeaderReason::Change)
+                } else {
+                    None
+                };
+                if let Some(reason) = reason {
+                    let header = json!({"config": {"provider": provider, "model": model, "maxTokens": 8192},
+                        "tools": [{"name": "read_file", "description": "Read a file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}]});
+                    session.append(
+                        Candidate::log_only(payload::RequestHeader {
+                            header,
+                            reason,
+                            starts_series: false,
+                        }),
+                        time,
+                    )?;
+                    session.append(
+                        Candidate::log_only(payload::RequestContext {
+                            provider: provider.into(),
+                            model: model.into(),
+                            context_window: Some(128_000),
+                            system_prompt_update: None,
+                        }),
+                        time,
+                    )?;
+                }
+            }
+            let calls = if step < steps { 1 + rng.below(2) } else { 0 };
+            let answer = text(&mut rng, config.content_bytes);
+            let mut content = vec![
+                json!({"type": "reasoning", "text": text(&mut rng, config.content_bytes / 2)}),
+                payload::text_block(&answer),
+            ];
+            let call_ids: Vec<String> = (0..calls)
+                .map(|k| format!("call-{turn}-{step}-{k}"))
+                .collect();
+            for id in &call_ids {
+                content.push(payload::tool_call_block(
+                    id,
+                    "read_file",
+                    "{\"path\":\"src/lib.rs\"}",
+                ));
+            }
+            let stream = vec![
+                json!({"type": "text-chunks", "time0": time, "index": 1, "dt": [3, 4], "texts": [answer.get(..answer.len().min(4)).unwrap_or(""), "…", "."]}),
+                json!({"type": "chunk", "time": time + 9, "chunk": {"type": "finish", "reason": {"kind": if calls > 0 { "tool-calls" } else { "stop" }}}}),
+            ];
+            time += 50;
+            let usage = json!({"inputTokens": 1000 + session.len() as u64, "outputTokens": 50 + rng.below(200)});
+            session.append(
+                Candidate::surface(
+                    payload::AssistantMessage {
+                        turn,
+                        step,
+                        message: payload::assistant_message(
+                            &format!("assistant-{turn}-{step}"),
+                            content,
+                            provider,
+                            model,
+                        ),
+                        stream,
+                        usage: Some(usage),
+                        interrupted: false,
+                    },
+                    Placement::append(),
+                ),
+                time,
+            )?;
+            let mut call_seqs = Vec::new();
+            for id in &call_ids {
+                let event = session.append(
+                    Candidate::log_only(payload::ToolCall {
+                        turn,
+                        step,
+                        call_id: id.clone(),
+                        name: "read_file".into(),
+                        arguments: "{\"path\":\"src/lib.rs\"}".into(),
+                    }),
+                    time,
+                )?;
+                call_seqs.push(event.seq());
+            }
+            for (id, call_seq) in call_ids.iter().zip(call_seqs) {
+                time += 5;
+                let is_error = rng.chance(0.05);
+                let body = text(&mut rng, config.content_bytes * 2);
+                let event = session.append(
+                    Candidate::surface(
+                        payload::ToolResult {
+                            turn,
+                            step,
+                            message: payload::tool_result_message(
+                                &format!("result-{id}"),
+                                id,
+                                vec![payload::text_block(&body)],
+                                is_error,
+                            ),
+                            error: is_error
+                                .then(|| json!({"name": "ToolError", "code": "TOOL_FAILED"})),
+                            meta: None,
+                        },
+                        SurfaceIntent::append_citing(vec![call_seq]),
+                    ),
+                    time,
+                )?;
+                tool_results.push(event.seq());
+            }
+            session.append(Candidate::log_only(payload::StepEnd { turn, step }), time)?;
+        }
+        if rng.chance(0.1) {
+            session.append(
+                Candidate::log_only(payload::PluginEvent {
+                    event_type: "todo/write".into(),
+                    data: json!({"todos": [{"content": "keep going", "status": "in_progress"}]}),
+                }),
+                time,
+            )?;
+        }
+        session.append(
+            Candidate::log_only(payload::TurnEnd {
+                turn,
+                reason: json!({"kind": "completed"}),
+            }),
+            time,
+        )?;
+    }
+    Ok(session)
+}
+
+/// Replaces the surface from node 1 (after the system prompt) through the last
+/// node before the current turn with a summary, inside a compaction bracket.
+fn compact(
+    session: &mut Session,
+    rng: &mut Rng,
+    config: &SynthConfig,
+    turn: u64,
+    time: i64,
+) -> Result<(), AcceptError> {
+    let nodes = session.surface().nodes().to_vec();
+    if nodes.len() < 4 {
+        return Ok(());
+    }
+    let start = nodes[1];
+    let end = nodes[nodes.len() - 1];
+    let compaction_id = format!("compaction-{turn}");
+    session.append(
+        Candidate::log_only(payload::PluginEvent {
+            event_type: "compaction/start".into(),
+            data: json!({"compactionId": compaction_id, "turn": turn}),
+        }),
+        time,
+    )?;
+    let shadowed: Vec<Seq> = nodes[1..].to_vec();
+    let summary = format!(
+        "This is an automatically generated checkpoint.\n\n<compacted-summary>{}</compacted-summary>",
+        text(rng, config.content_bytes)
+    );
+    let message = payload::user_message(
+        &format!("summary-{turn}"),
+        vec![payload::text_block(&summary)],
+        json!({"kind": "plugin", "plugin": "compact", "compactionId": compaction_id}),
+    );
+    session.append(
+        Candidate::surface(
+            payload::UserMessage { message },
+            SurfaceIntent::replace(start, end, shadowed),
+        ),
+        time,
+    )?;
+    session.append(
+        Candidate::log_only(payload::PluginEvent {
+            event_type: "compaction/end".into(),
+            data: json!({"compactionId": compaction_id, "turn": turn}),
+        }),
+        time,
+    )?;
+    Ok(())
+}
+
+/// Rewrites one tool result's content (same id and fields), as the pruner does.
+fn prune(session: &mut Session, target: Seq, time: i64) -> Result<(), AcceptError> {
+    let Some(original) = session.event(target).cloned() else {
+        return Ok(());
+    };
+    let mut data: Value = original.data().clone();
+    if let Some(inner) = data
+        .get_mut("message")
+        .and_then(|message| message.get_mut("content"))
+        .and_then(|content| content.get_mut(0))
+        .and_then(|block| block.get_mut("content"))
+    {
+        *inner = json!([{"type": "text", "text": "[... tool result middle pruned ...]"}]);
+    }
+    session.append(
+        Candidate::log_only(payload::PluginEvent {
+            event_type: "compaction/prune".into(),
+            data: json!({"shadowedRange": {"start": target.get(), "end": target.get()}, "shadowedSeqs": [target.get()], "shadowedTokenCount": 100}),
+        }),
+        time,
+    )?;
+    session.append(
+        Candidate::dynamic(
+            "tool/result",
+            data,
+            Some(json!({"op": "replace", "startSeq": target.get(), "endSeq": target.get()})),
+            Some(json!([target.get()])),
+        ),
+        time,
+    )?;
+    Ok(())
+}
