@@ -345,10 +345,17 @@ pub fn encode_header_line(header: &SessionHeader, out: &mut Vec<u8>) -> Result<(
 /// unknown `ignorable` event, whose metadata is opaque and kept verbatim. Envelope and event
 /// rules are the core's to judge.
 pub fn decode_event_line(line: &[u8], location: &Location) -> Result<RawEvent, CodecError> {
-    let mut raw = RawEvent::from_json_slice(line).map_err(|error| CodecError::Json {
+    let raw = RawEvent::from_json_slice(line).map_err(|error| CodecError::Json {
         location: location.clone(),
         detail: error.to_string(),
     })?;
+    expand_sources(raw, location)
+}
+
+/// Expands a range-encoded `sourceEventSeqs` in a decoded row (bounded by the row's own seq),
+/// leaving opaque metadata and rows without a valid seq as they are. Shared by every backend
+/// that stores the JSONL range encoding.
+pub fn expand_sources(mut raw: RawEvent, location: &Location) -> Result<RawEvent, CodecError> {
     let row_seq = raw.seq_value().and_then(non_negative_safe_integer);
     let Some(stored) = raw.source_event_seqs() else {
         return Ok(raw);
@@ -628,6 +635,11 @@ impl<R: Read> JsonlReader<R> {
     /// The unterminated final record, once iteration has ended.
     pub fn torn_tail(&self) -> Option<TornTail> {
         self.lines.torn
+    }
+
+    /// The underlying source, borrowed (e.g. to ask a zstd source about its frames).
+    pub fn get_ref(&self) -> &R {
+        &self.lines.source
     }
 
     /// The underlying source.

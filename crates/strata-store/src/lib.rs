@@ -21,10 +21,12 @@
 
 pub use codec::{
     decode_event_line, decode_header_line, decode_header_value, encode_event_line,
-    encode_header_line, write_range_sources, CodecError, EventLine, JsonlReader, Location,
-    ReaderOptions, TornTail, RETIRED_HEADER_KEYS, V3_HEADER_KEYS,
+    encode_header_line, expand_sources, write_range_sources, CodecError, EventLine, JsonlReader,
+    Location, ReaderOptions, TornTail, RETIRED_HEADER_KEYS, V3_HEADER_KEYS,
 };
+pub use error::{AppendError, ForkError, LockHolder, StoreError};
 pub use frames::{scan_frames, FrameError, FrameScan, FrameSpan};
+pub use jsonl::{read_log, write_log, Compression, JsonlBackend, JsonlConfig};
 pub use layout::{
     decode_segment, encode_segment, parse_session_file_name, project_key, session_file_name,
     LayoutError, MAX_PROJECT_SLUG_UNITS, NO_CWD_DIR,
@@ -32,10 +34,26 @@ pub use layout::{
 pub use lines::{
     Fragment, LineError, LineScanner, LineScannerConfig, Record, DEFAULT_MAX_RECORD_LEN,
 };
+pub use memory::MemoryBackend;
 pub use ranges::{decode_source_seqs, encode_source_seqs, RangeError, MAX_SAFE_SEQ};
+pub use sqlite::{SqliteBackend, APPLICATION_ID, COMPRESS_THRESHOLD, SCHEMA_VERSION};
+pub use store::{
+    default_sqlite_path, Backend, Batch, Listing, LogAppender, Store, StoredLog, TornInfo,
+};
+pub use writer::SessionWriter;
+
+pub mod synth;
 
 mod codec;
+mod error;
 mod frames;
+mod jsonl;
 mod layout;
 mod lines;
+mod lock;
+mod memory;
 mod ranges;
+mod sqlite;
+mod store;
+mod writer;
+mod zstd;

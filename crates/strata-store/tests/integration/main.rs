@@ -2,3 +2,10 @@
 
 /// Golden V3 logs: read → restore → write is byte-identical (issue 2 item 2).
 mod golden;
+
+/// Backend constructors and synthetic turns shared by the topics below.
+mod common;
+
+/// The store contract on every backend: create, append, read, list, fork, delete, locks,
+/// group commit, crash repair on reopen, poisoning (issue 3 item 1).
+mod contract;

@@ -1,0 +1,964 @@
+//! The JSONL backend, dsh-compatible (persistence §2; session-core §10.4).
+//!
+//! Layout: `<root>/--<projectKey(cwd)>--/<encodeSegment(id)>/session.v3.jsonl`, or
+//! `session.v3.jsonl.zstd` in a zstd root (`_no-cwd/` when the header has no cwd), with the
+//! writer lock `session.lock` beside it. Raw logs are one compact JSON record per line; zstd
+//! logs are one checksummed frame for the header line and one per append batch.
+//!
+//! Invariants (the backend contract of `store.rs`, made concrete):
+//! - **Publish.** A session file appears only complete: bytes go to an exclusive temp file,
+//!   fsync, `link` to the final name (which fails rather than replaces), fsync of the
+//!   directory (persistence §2.6). New directories are fsynced into their parents.
+//! - **Append.** One `pwrite` at the known end + `fdatasync` per batch. On failure the file is
+//!   truncated back to its pre-append size and fsynced before the error is returned.
+//! - **Torn tail.** A reader stops before an unterminated final line (raw) or a torn final
+//!   frame (zstd, keeping its complete records); an open for writing truncates those bytes
+//!   (re-appending recovered zstd records as a fresh frame) before any append.
+//! - **Corruption is loud.** A complete line that does not decode, a seq out of order, a bad
+//!   frame: an error naming file, line and seq. Nothing after a bad record is ever dropped.
+//! - **One encoding per root.** A log of the other encoding in this root is refused, as is an
+//!   id stored under two project directories, and a header whose id is not the requested one.
+
+use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, FileExt as _, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use strata_core::json::non_negative_safe_integer;
+use strata_core::{Event, Generation, RawEvent, SessionHeader};
+
+use crate::codec::{encode_event_line, encode_header_line, EventLine, JsonlReader, ReaderOptions};
+use crate::error::StoreError;
+use crate::frames::scan_frames;
+use crate::layout::{encode_segment, parse_session_file_name, project_key, session_file_name};
+use crate::lines::DEFAULT_MAX_RECORD_LEN;
+use crate::lock::{SessionLock, LOCK_FILE_NAME};
+use crate::memory::sort_newest_first;
+use crate::store::{Backend, Batch, Listing, LogAppender, StoredLog, TornInfo};
+use crate::zstd::{recoverable_prefix, FrameCompressor, FramePlaintext, DEFAULT_LEVEL};
+
+/// How a JSONL root stores its logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    /// `session.v3.jsonl`: plain lines.
+    None,
+    /// `session.v3.jsonl.zstd`: one zstd frame per batch (dsh's default).
+    Zstd,
+}
+
+impl Compression {
+    fn name(self) -> &'static str {
+        match self {
+            Compression::None => "raw .jsonl",
+            Compression::Zstd => ".jsonl.zstd",
+        }
+    }
+}
+
+/// Configuration of a [`JsonlBackend`].
+#[derive(Debug, Clone)]
+pub struct JsonlConfig {
+    /// The root directory (created on first write).
+    pub root: PathBuf,
+    /// The root's one encoding.
+    pub compression: Compression,
+    /// Largest record read or written, in bytes (default 64 MiB).
+    pub max_record_len: usize,
+    /// zstd level for new frames.
+    pub zstd_level: i32,
+}
+
+impl JsonlConfig {
+    /// A root with default limits.
+    pub fn new(root: impl Into<PathBuf>, compression: Compression) -> JsonlConfig {
+        JsonlConfig {
+            root: root.into(),
+            compression,
+            max_record_len: DEFAULT_MAX_RECORD_LEN,
+            zstd_level: DEFAULT_LEVEL,
+        }
+    }
+}
+
+/// The JSONL [`Backend`].
+#[derive(Debug, Clone)]
+pub struct JsonlBackend {
+    config: JsonlConfig,
+}
+
+/// A located session log.
+struct Found {
+    dir: PathBuf,
+    file: PathBuf,
+}
+
+/// What reading a log file produced.
+struct LoadedFile {
+    header: SessionHeader,
+    events: Vec<RawEvent>,
+    /// Raw: offset after the last complete record. Zstd: start of the torn frame, or the file
+    /// length.
+    committed: u64,
+    file_len: u64,
+    /// Plaintext of complete records recovered from a torn zstd frame.
+    recovered: Vec<u8>,
+    n_recovered: usize,
+}
+
+impl JsonlBackend {
+    /// A backend over `config.root`.
+    pub fn new(config: JsonlConfig) -> JsonlBackend {
+        JsonlBackend { config }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &JsonlConfig {
+        &self.config
+    }
+
+    fn zstd(&self) -> bool {
+        self.config.compression == Compression::Zstd
+    }
+
+    fn file_name(&self) -> String {
+        session_file_name(Generation::NATIVE.format_version() as u32, self.zstd())
+    }
+
+    /// The session directory a header maps to.
+    pub fn session_dir(&self, cwd: Option<&str>, id: &str) -> Result<PathBuf, StoreError> {
+        let segment = encode_segment(id).map_err(|source| StoreError::BadId {
+            id: id.to_owned(),
+            source,
+        })?;
+        Ok(self.config.root.join(project_key(cwd)).join(segment))
+    }
+
+    /// Finds the log of `id` in any project directory.
+    fn find(&self, id: &str) -> Result<Option<Found>, StoreError> {
+        let segment = encode_segment(id).map_err(|source| StoreError::BadId {
+            id: id.to_owned(),
+            source,
+        })?;
+        let root = &self.config.root;
+        let entries = match fs::read_dir(root) {
+            Ok(entries) => entries,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => return Err(StoreError::io("list", root, source)),
+        };
+        let mut found: Option<Found> = None;
+        for entry in entries {
+            let entry = entry.map_err(|source| StoreError::io("list", root, source))?;
+            let dir = entry.path().join(&segment);
+            if !dir.is_dir() {
+                continue;
+            }
+            let Some(file) = self.log_file_in(&dir)? else {
+                continue;
+            };
+            if let Some(first) = &found {
+                return Err(StoreError::Duplicate {
+                    id: id.to_owned(),
+                    first: first.file.clone(),
+                    second: file,
+                });
+            }
+            found = Some(Found { dir, file });
+        }
+        Ok(found)
+    }
+
+    /// The V3 log in a session directory, refusing other generations and encodings.
+    fn log_file_in(&self, dir: &Path) -> Result<Option<PathBuf>, StoreError> {
+        let entries = fs::read_dir(dir).map_err(|source| StoreError::io("list", dir, source))?;
+        let supported = Generation::NATIVE.format_version() as u32;
+        let mut newest: Option<(u32, bool, PathBuf)> = None;
+        for entry in entries {
+            let entry = entry.map_err(|source| StoreError::io("list", dir, source))?;
+            let name = entry.file_name();
+            let Some((generation, zstd)) = name.to_str().and_then(parse_session_file_name) else {
+                continue;
+            };
+            let path = entry.path();
+            if generation == supported && zstd != self.zstd() {
+                return Err(StoreError::WrongEncoding {
+                    path,
+                    found: if zstd {
+                        Compression::Zstd.name()
+                    } else {
+                        Compression::None.name()
+                    },
+                    expected: self.config.compression.name(),
+                });
+            }
+            if newest
+                .as_ref()
+                .is_none_or(|(best, _, _)| generation > *best)
+            {
+                newest = Some((generation, zstd, path));
+            }
+        }
+        match newest {
+            None => Ok(None),
+            Some((generation, _, path)) if generation == supported => Ok(Some(path)),
+            Some((found, _, path)) => Err(StoreError::Generation {
+                path,
+                found,
+                supported,
+            }),
+        }
+    }
+
+    fn not_found(&self, id: &str) -> StoreError {
+        StoreError::NotFound {
+            store: self.describe(),
+            id: id.to_owned(),
+        }
+    }
+
+    fn find_existing(&self, id: &str) -> Result<Found, StoreError> {
+        self.find(id)?.ok_or_else(|| self.not_found(id))
+    }
+
+    /// Reads a whole log file (header, complete events, torn tail).
+    fn load(&self, path: &Path, id: Option<&str>) -> Result<LoadedFile, StoreError> {
+        let loaded = read_log_file(path, self.zstd(), self.config.max_record_len)?;
+        if let Some(id) = id {
+            if loaded.header.id() != id {
+                return Err(StoreError::Corrupt {
+                    location: path.display().to_string(),
+                    line: Some(1),
+                    seq: None,
+                    detail: format!(
+                        "header names session {:?}, not the requested {id:?} (id collision)",
+                        loaded.header.id()
+                    ),
+                });
+            }
+            let expected_dir = self.session_dir(loaded.header.cwd(), id)?;
+            if path.parent() != Some(expected_dir.as_path()) {
+                return Err(StoreError::Corrupt {
+                    location: path.display().to_string(),
+                    line: Some(1),
+                    seq: None,
+                    detail: format!(
+                        "header cwd maps session {id:?} to {}, not here",
+                        expected_dir.display()
+                    ),
+                });
+            }
+        }
+        Ok(loaded)
+    }
+
+    fn stored_log(&self, path: &Path, loaded: LoadedFile) -> StoredLog {
+        let torn = (loaded.committed < loaded.file_len).then_some(TornInfo {
+            offset: loaded.committed,
+            len: loaded.file_len - loaded.committed,
+            n_recovered: loaded.n_recovered,
+        });
+        StoredLog {
+            header: loaded.header,
+            events: loaded.events,
+            location: path.display().to_string(),
+            first_line: Some(2),
+            torn,
+        }
+    }
+}
+
+impl Backend for JsonlBackend {
+    fn describe(&self) -> String {
+        let kind = if self.zstd() { "jsonl+zstd" } else { "jsonl" };
+        format!("{kind}:{}", self.config.root.display())
+    }
+
+    fn max_record_len(&self) -> usize {
+        self.config.max_record_len
+    }
+
+    fn create(
+        &self,
+        header: &SessionHeader,
+        events: &[Arc<Event>],
+    ) -> Result<Box<dyn LogAppender>, StoreError> {
+        let id = header.id();
+        let dir = self.session_dir(header.cwd(), id)?;
+        if self.find(id)?.is_some() {
+            return Err(StoreError::AlreadyExists {
+                store: self.describe(),
+                id: id.to_owned(),
+            });
+        }
+        create_dir_durable(&self.config.root)?;
+        if let Some(project) = dir.parent() {
+            create_dir_durable(project)?;
+        }
+        create_dir_durable(&dir)?;
+        let lock = SessionLock::acquire(&dir.join(LOCK_FILE_NAME), id)?;
+        let final_path = dir.join(self.file_name());
+        let mut header_line = Vec::new();
+        encode_header_line(header, &mut header_line)?;
+        let mut body = Vec::new();
+        for event in events {
+            encode_event_line(event, &mut body);
+        }
+        let mut compressor = if self.zstd() {
+            Some(
+                FrameCompressor::new(self.config.zstd_level)
+                    .map_err(|source| StoreError::io("start zstd for", &final_path, source))?,
+            )
+        } else {
+            None
+        };
+        let bytes = match &mut compressor {
+            Some(compressor) => {
+                let mut bytes = compressor
+                    .frame(&header_line)
+                    .map_err(|source| StoreError::io("compress", &final_path, source))?;
+                if !body.is_empty() {
+                    bytes.extend_from_slice(
+                        &compressor
+                            .frame(&body)
+                            .map_err(|source| StoreError::io("compress", &final_path, source))?,
+                    );
+                }
+                bytes
+            }
+            None => {
+                header_line.extend_from_slice(&body);
+                header_line
+            }
+        };
+        publish_new(&final_path, &bytes).map_err(|error| match error {
+            PublishError::Exists => StoreError::AlreadyExists {
+                store: self.describe(),
+                id: id.to_owned(),
+            },
+            PublishError::Io(error) => error,
+        })?;
+        let file = open_rw(&final_path)?;
+        Ok(Box::new(JsonlAppender {
+            id: id.to_owned(),
+            path: final_path,
+            file,
+            size: bytes.len() as u64,
+            next_seq: events.len() as u64,
+            compressor,
+            _lock: lock,
+        }))
+    }
+
+    fn open_append(&self, id: &str) -> Result<(StoredLog, Box<dyn LogAppender>), StoreError> {
+        let found = self.find_existing(id)?;
+        let lock = SessionLock::acquire(&found.dir.join(LOCK_FILE_NAME), id)?;
+        let loaded = self.load(&found.file, Some(id))?;
+        let file = open_rw(&found.file)?;
+        let mut size = loaded.file_len;
+        let mut compressor = if self.zstd() {
+            Some(
+                FrameCompressor::new(self.config.zstd_level)
+                    .map_err(|source| StoreError::io("start zstd for", &found.file, source))?,
+            )
+        } else {
+            None
+        };
+        if loaded.committed < loaded.file_len {
+            // Never glue an append onto torn bytes: cut them first, durably.
+            file.set_len(loaded.committed)
+                .and_then(|()| file.sync_all())
+                .map_err(|source| StoreError::io("truncate torn tail of", &found.file, source))?;
+            size = loaded.committed;
+            if let (Some(compressor), false) = (&mut compressor, loaded.recovered.is_empty()) {
+                let frame = compressor
+                    .frame(&loaded.recovered)
+                    .map_err(|source| StoreError::io("compress", &found.file, source))?;
+                file.write_all_at(&frame, size)
+                    .and_then(|()| file.sync_data())
+                    .map_err(|source| {
+                        StoreError::io("re-append recovered records to", &found.file, source)
+                    })?;
+                size += frame.len() as u64;
+            }
+        }
+        let next_seq = loaded.events.len() as u64;
+        let log = self.stored_log(&found.file, loaded);
+        Ok((
+            log,
+            Box::new(JsonlAppender {
+                id: id.to_owned(),
+                path: found.file,
+                file,
+                size,
+                next_seq,
+                compressor,
+                _lock: lock,
+            }),
+        ))
+    }
+
+    fn read(&self, id: &str) -> Result<StoredLog, StoreError> {
+        let found = self.find_existing(id)?;
+        let loaded = self.load(&found.file, Some(id))?;
+        Ok(self.stored_log(&found.file, loaded))
+    }
+
+    fn read_from(&self, id: &str, from_seq: u64) -> Result<Vec<RawEvent>, StoreError> {
+        let found = self.find_existing(id)?;
+        if self.zstd() {
+            return read_tail_zstd(&found.file, from_seq, self.config.max_record_len);
+        }
+        read_tail_raw(&found.file, from_seq, self.config.max_record_len)
+    }
+
+    fn exists(&self, id: &str) -> Result<bool, StoreError> {
+        Ok(self.find(id)?.is_some())
+    }
+
+    fn list(&self) -> Result<Listing, StoreError> {
+        let mut listing = Listing::default();
+        let root = &self.config.root;
+        let projects = match fs::read_dir(root) {
+            Ok(entries) => entries,
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(listing),
+            Err(source) => return Err(StoreError::io("list", root, source)),
+        };
+        for project in projects {
+            let project = project.map_err(|source| StoreError::io("list", root, source))?;
+            let project_path = project.path();
+            if !project_path.is_dir() {
+                continue;
+            }
+            let sessions = fs::read_dir(&project_path)
+                .map_err(|source| StoreError::io("list", &project_path, source))?;
+            for session in sessions {
+                let session =
+                    session.map_err(|source| StoreError::io("list", &project_path, source))?;
+                let dir = session.path();
+                if !dir.is_dir() {
+                    continue;
+                }
+                let header = self
+                    .log_file_in(&dir)
+                    .and_then(|file| file.map(|file| read_header(&file, self.zstd())).transpose());
+                match header {
+                    Ok(Some(header)) => listing.sessions.push(header),
+                    Ok(None) => {}
+                    Err(problem) => listing.problems.push(problem),
+                }
+            }
+        }
+        sort_newest_first(&mut listing.sessions);
+        Ok(listing)
+    }
+
+    fn delete(&self, id: &str) -> Result<(), StoreError> {
+        let found = self.find_existing(id)?;
+        let lock = SessionLock::acquire(&found.dir.join(LOCK_FILE_NAME), id)?;
+        fs::remove_file(&found.file)
+            .map_err(|source| StoreError::io("delete", &found.file, source))?;
+        fsync_dir(&found.dir)?;
+        drop(lock);
+        fs::remove_dir_all(&found.dir)
+            .map_err(|source| StoreError::io("delete", &found.dir, source))?;
+        if let Some(project) = found.dir.parent() {
+            fsync_dir(project)?;
+        }
+        Ok(())
+    }
+}
+
+/// The exclusive appender of one JSONL log.
+struct JsonlAppender {
+    id: String,
+    path: PathBuf,
+    file: File,
+    /// Invariant: the file's length; every byte before it is durable.
+    size: u64,
+    next_seq: u64,
+    compressor: Option<FrameCompressor>,
+    _lock: SessionLock,
+}
+
+impl LogAppender for JsonlAppender {
+    fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    fn append(&mut self, batch: &Batch<'_>) -> Result<(), StoreError> {
+        let Some(first) = batch.events.first() else {
+            return Ok(());
+        };
+        if first.seq().get() != self.next_seq {
+            return Err(StoreError::SeqConflict {
+                id: self.id.clone(),
+                expected: first.seq().get(),
+                found: self.next_seq,
+            });
+        }
+        let frame;
+        let bytes = match &mut self.compressor {
+            Some(compressor) => {
+                frame = compressor
+                    .frame(batch.jsonl)
+                    .map_err(|source| StoreError::io("compress", &self.path, source))?;
+                &frame[..]
+            }
+            None => batch.jsonl,
+        };
+        let written = self
+            .file
+            .write_all_at(bytes, self.size)
+            .and_then(|()| self.file.sync_data());
+        if let Err(write) = written {
+            // Leave the file as it was, durably, before reporting (persistence §10 item 6).
+            return Err(
+                match self
+                    .file
+                    .set_len(self.size)
+                    .and_then(|()| self.file.sync_all())
+                {
+                    Ok(()) => StoreError::io("append to", &self.path, write),
+                    Err(rollback) => StoreError::RollbackFailed {
+                        path: self.path.clone(),
+                        size: self.size,
+                        write,
+                        rollback,
+                    },
+                },
+            );
+        }
+        self.size += bytes.len() as u64;
+        self.next_seq += batch.events.len() as u64;
+        Ok(())
+    }
+}
+
+/// Reads a V3 log file (raw or zstd by `zstd`): header, complete events with contiguous seqs,
+/// and the torn tail. Interior corruption is an error naming file, line and seq.
+fn read_log_file(path: &Path, zstd: bool, max_record_len: usize) -> Result<LoadedFile, StoreError> {
+    let options = ReaderOptions {
+        file: Some(path.to_path_buf()),
+        max_record_len,
+        ..ReaderOptions::default()
+    };
+    let file = File::open(path).map_err(|source| StoreError::io("open", path, source))?;
+    if !zstd {
+        let file_len = file
+            .metadata()
+            .map_err(|source| StoreError::io("stat", path, source))?
+            .len();
+        let mut reader = JsonlReader::new(file, options)?;
+        let events = collect_events(path, &mut reader)?;
+        return Ok(LoadedFile {
+            header: reader.header().clone(),
+            events,
+            committed: reader.committed_offset(),
+            file_len,
+            recovered: Vec::new(),
+            n_recovered: 0,
+        });
+    }
+    let bytes = read_all(path, file)?;
+    let scan = scan_frames(&bytes).map_err(|error| StoreError::Corrupt {
+        location: path.display().to_string(),
+        line: None,
+        seq: None,
+        detail: error.to_string(),
+    })?;
+    let torn_start = scan.torn_start;
+    let plaintext = FramePlaintext::new(&bytes, scan)
+        .map_err(|source| StoreError::io("decode", path, source))?;
+    let mut reader = match JsonlReader::new(plaintext, options) {
+        Ok(reader) => reader,
+        Err(error) => return Err(zstd_error(path, None, error)),
+    };
+    let frames = reader.get_ref().spans().to_vec();
+    if frames.first().map(|span| span.plain_end) != Some(reader.header_end()) {
+        return Err(StoreError::Corrupt {
+            location: path.display().to_string(),
+            line: Some(1),
+            seq: None,
+            detail: "the first zstd frame must hold exactly the header line".into(),
+        });
+    }
+    let events = match collect_events(path, &mut reader) {
+        Ok(events) => events,
+        Err(StoreError::Codec(error)) => {
+            return Err(zstd_error(path, reader.get_ref().failure(), *error))
+        }
+        Err(other) => return Err(other),
+    };
+    let (committed, recovered) = match torn_start {
+        Some(start) => (
+            start as u64,
+            recoverable_prefix(reader.get_ref().torn_plaintext()).to_vec(),
+        ),
+        None => (bytes.len() as u64, Vec::new()),
+    };
+    let n_recovered = recovered.iter().filter(|&&byte| byte == b'\n').count();
+    Ok(LoadedFile {
+        header: reader.header().clone(),
+        events,
+        committed,
+        file_len: bytes.len() as u64,
+        recovered,
+        n_recovered,
+    })
+}
+
+/// Drains a reader, requiring contiguous seqs from 0; the first bad line is the error.
+fn collect_events<R: Read>(
+    path: &Path,
+    reader: &mut JsonlReader<R>,
+) -> Result<Vec<RawEvent>, StoreError> {
+    let mut events = Vec::new();
+    for item in reader.by_ref() {
+        let EventLine { line, event, .. } = item?;
+        let expected = events.len() as u64;
+        let seq = event.seq_value().and_then(non_negative_safe_integer);
+        if seq != Some(expected) {
+            return Err(StoreError::Corrupt {
+                location: path.display().to_string(),
+                line: Some(line),
+                seq: Some(expected),
+                detail: format!(
+                    "seq out of order: expected {expected}, found {}",
+                    event
+                        .seq_value()
+                        .map_or_else(|| "none".to_owned(), ToString::to_string)
+                ),
+            });
+        }
+        events.push(event);
+    }
+    Ok(events)
+}
+
+/// Prefers the frame-level failure (checksum, torn record in a complete frame) over the
+/// generic read error it surfaced as.
+fn zstd_error(path: &Path, failure: Option<&str>, error: crate::codec::CodecError) -> StoreError {
+    match (failure, &error) {
+        (Some(detail), crate::codec::CodecError::Io { .. }) => StoreError::Corrupt {
+            location: path.display().to_string(),
+            line: None,
+            seq: None,
+            detail: detail.to_owned(),
+        },
+        _ => StoreError::from(error),
+    }
+}
+
+fn read_all(path: &Path, mut file: File) -> Result<Vec<u8>, StoreError> {
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|source| StoreError::io("read", path, source))?;
+    Ok(bytes)
+}
+
+/// Reads only a log's header: the first line (raw) or the first frame (zstd).
+fn read_header(path: &Path, zstd: bool) -> Result<SessionHeader, StoreError> {
+    let options = ReaderOptions {
+        file: Some(path.to_path_buf()),
+        chunk_len: 8 * 1024,
+        ..ReaderOptions::default()
+    };
+    let file = File::open(path).map_err(|source| StoreError::io("open", path, source))?;
+    if !zstd {
+        return Ok(JsonlReader::new(file, options)?.header().clone());
+    }
+    // Read 8 KiB chunks until the first frame is complete.
+    let mut bytes = Vec::new();
+    let mut chunk = vec![0; 8 * 1024];
+    let mut file = file;
+    loop {
+        let read = file
+            .read(&mut chunk)
+            .map_err(|source| StoreError::io("read", path, source))?;
+        bytes.extend_from_slice(&chunk[..read]);
+        let scan = scan_frames(&bytes).map_err(|error| StoreError::Corrupt {
+            location: path.display().to_string(),
+            line: None,
+            seq: None,
+            detail: error.to_string(),
+        })?;
+        if let Some(&first) = scan.frames.first() {
+            let scan = crate::frames::FrameScan {
+                frames: vec![first],
+                torn_start: None,
+            };
+            let plaintext = FramePlaintext::new(&bytes[..first.end], scan)
+                .map_err(|source| StoreError::io("decode", path, source))?;
+            return JsonlReader::new(plaintext, options)
+                .map(|reader| reader.header().clone())
+                .map_err(StoreError::from);
+        }
+        if read == 0 {
+            return Err(crate::codec::CodecError::MissingHeader {
+                file: Some(path.to_path_buf()),
+            }
+            .into());
+        }
+    }
+}
+
+/// The events with seq `from_seq..` of a raw log, read backwards from its end so a tail read
+/// costs O(tail), not O(file). Lines are validated as a contiguous run ending at the last
+/// complete record.
+fn read_tail_raw(
+    path: &Path,
+    from_seq: u64,
+    max_record_len: usize,
+) -> Result<Vec<RawEvent>, StoreError> {
+    let file = File::open(path).map_err(|source| StoreError::io("open", path, source))?;
+    let len = file
+        .metadata()
+        .map_err(|source| StoreError::io("stat", path, source))?
+        .len();
+    // Collect complete lines from the end, newest first, until one has seq < from_seq.
+    let mut lines: Vec<Vec<u8>> = Vec::new();
+    let mut end = len; // exclusive end of the unread region
+    let mut pending: Vec<u8> = Vec::new(); // bytes after the last newline seen (reversed order)
+    let mut seen_newline = false;
+    let chunk_len: u64 = 64 * 1024;
+    let mut chunk = vec![0u8; chunk_len as usize];
+    let mut done = false;
+    while end > 0 && !done {
+        let start = end.saturating_sub(chunk_len);
+        let buf = &mut chunk[..(end - start) as usize];
+        file.read_exact_at(buf, start)
+            .map_err(|source| StoreError::io("read", path, source))?;
+        for index in (0..buf.len()).rev() {
+            let byte = buf[index];
+            if byte != b'\n' {
+                pending.push(byte);
+                if pending.len() > max_record_len {
+                    return Err(StoreError::Corrupt {
+                        location: path.display().to_string(),
+                        line: None,
+                        seq: None,
+                        detail: format!("a record near offset {} is longer than the {max_record_len}-byte limit", start + index as u64),
+                    });
+                }
+                continue;
+            }
+            if seen_newline {
+                // `pending` holds one complete line, reversed.
+                pending.reverse();
+                let line = std::mem::take(&mut pending);
+                let seq = line_seq(&line);
+                if seq.is_some_and(|seq| seq < from_seq) {
+                    done = true;
+                    break;
+                }
+                lines.push(line);
+            } else {
+                // Bytes after the final newline are a torn tail: ignore them.
+                pending.clear();
+                seen_newline = true;
+            }
+        }
+        end = start;
+    }
+    // If the scan reached offset 0, `pending` holds the header line, which is not an event.
+    lines.reverse();
+    let mut events = Vec::with_capacity(lines.len());
+    for (expected, line) in (from_seq..).zip(lines) {
+        let location = crate::codec::Location {
+            file: Some(path.to_path_buf()),
+            line: 0,
+            seq: Some(expected),
+        };
+        let event = crate::codec::decode_event_line(&line, &location)?;
+        let seq = event.seq_value().and_then(non_negative_safe_integer);
+        if seq != Some(expected) {
+            return Err(StoreError::Corrupt {
+                location: path.display().to_string(),
+                line: None,
+                seq: Some(expected),
+                detail: format!(
+                    "seq out of order in the log tail: expected {expected}, found {}",
+                    event
+                        .seq_value()
+                        .map_or_else(|| "none".to_owned(), ToString::to_string)
+                ),
+            });
+        }
+        events.push(event);
+    }
+    Ok(events)
+}
+
+/// The seq of a complete line, read cheaply when the line starts like a strata/dsh event.
+fn line_seq(line: &[u8]) -> Option<u64> {
+    #[derive(serde::Deserialize)]
+    struct SeqOnly {
+        seq: Option<serde_json::Value>,
+    }
+    let parsed: SeqOnly = serde_json::from_slice(line).ok()?;
+    parsed.seq.as_ref().and_then(non_negative_safe_integer)
+}
+
+/// The events with seq `from_seq..` of a zstd log: decompresses frames from the end until one
+/// starts at or before `from_seq`.
+fn read_tail_zstd(
+    path: &Path,
+    from_seq: u64,
+    max_record_len: usize,
+) -> Result<Vec<RawEvent>, StoreError> {
+    // Frames are independent, but locating them needs the structural walk of the whole file.
+    let loaded = read_log_file(path, true, max_record_len)?;
+    let start = usize::try_from(from_seq).unwrap_or(usize::MAX);
+    Ok(loaded.events.into_iter().skip(start).collect())
+}
+
+/// Creates a directory (mode 0700) if missing and makes its name durable in its parent.
+fn create_dir_durable(dir: &Path) -> Result<(), StoreError> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent() {
+        if !parent.as_os_str().is_empty() {
+            create_dir_durable(parent)?;
+        }
+    }
+    match DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(source) => return Err(StoreError::io("create directory", dir, source)),
+    }
+    match dir.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => fsync_dir(parent),
+        _ => Ok(()),
+    }
+}
+
+fn fsync_dir(dir: &Path) -> Result<(), StoreError> {
+    File::open(dir)
+        .and_then(|handle| handle.sync_all())
+        .map_err(|source| StoreError::io("fsync directory", dir, source))
+}
+
+fn open_rw(path: &Path) -> Result<File, StoreError> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|source| StoreError::io("open", path, source))
+}
+
+enum PublishError {
+    Exists,
+    Io(StoreError),
+}
+
+/// Publishes `bytes` at `path` durably and without ever replacing an existing file: exclusive
+/// temp file, write, fsync, `link` (EEXIST if taken), directory fsync, unlink the temp name.
+fn publish_new(path: &Path, bytes: &[u8]) -> Result<(), PublishError> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    if path.exists() {
+        return Err(PublishError::Exists);
+    }
+    let nonce = {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_nanos() as u64);
+        let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+        (nanos ^ (u64::from(std::process::id()) << 32) ^ count.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+            & 0xFFFF_FFFF_FFFF
+    };
+    let mut temp_name = path.as_os_str().to_owned();
+    temp_name.push(format!(".{nonce:012x}.tmp"));
+    let temp = PathBuf::from(temp_name);
+    let written = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&temp)
+        .and_then(|mut file| {
+            file.write_all(bytes)?;
+            file.sync_all()
+        });
+    if let Err(source) = written {
+        let _ = fs::remove_file(&temp);
+        return Err(PublishError::Io(StoreError::io("write", &temp, source)));
+    }
+    let linked = fs::hard_link(&temp, path);
+    let _ = fs::remove_file(&temp);
+    match linked {
+        Ok(()) => {}
+        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
+            return Err(PublishError::Exists)
+        }
+        Err(source) => return Err(PublishError::Io(StoreError::io("publish", path, source))),
+    }
+    fsync_dir(dir).map_err(PublishError::Io)
+}
+
+/// Reads a V3 JSONL log file outside any store (raw, or zstd when the name ends in `.zstd`):
+/// header and complete events; a torn tail is reported, not returned. For tools that take a
+/// file path (`strata validate FILE`).
+pub fn read_log(path: &Path) -> Result<StoredLog, StoreError> {
+    let zstd = path
+        .extension()
+        .is_some_and(|extension| extension == "zstd");
+    let loaded = read_log_file(path, zstd, DEFAULT_MAX_RECORD_LEN)?;
+    let torn = (loaded.committed < loaded.file_len).then_some(TornInfo {
+        offset: loaded.committed,
+        len: loaded.file_len - loaded.committed,
+        n_recovered: loaded.n_recovered,
+    });
+    Ok(StoredLog {
+        header: loaded.header,
+        events: loaded.events,
+        location: path.display().to_string(),
+        first_line: Some(2),
+        torn,
+    })
+}
+
+/// Writes a session as a V3 JSONL file (zstd when the name ends in `.zstd`: one frame for the
+/// header, one for the events), published durably and never over an existing file.
+pub fn write_log(
+    path: &Path,
+    header: &SessionHeader,
+    events: &[Arc<Event>],
+) -> Result<(), StoreError> {
+    let zstd = path
+        .extension()
+        .is_some_and(|extension| extension == "zstd");
+    let mut header_line = Vec::new();
+    encode_header_line(header, &mut header_line)?;
+    let mut body = Vec::new();
+    for event in events {
+        encode_event_line(event, &mut body);
+    }
+    let bytes = if zstd {
+        let mut compressor = FrameCompressor::new(DEFAULT_LEVEL)
+            .map_err(|source| StoreError::io("start zstd for", path, source))?;
+        let mut bytes = compressor
+            .frame(&header_line)
+            .map_err(|source| StoreError::io("compress", path, source))?;
+        if !body.is_empty() {
+            bytes.extend(
+                compressor
+                    .frame(&body)
+                    .map_err(|source| StoreError::io("compress", path, source))?,
+            );
+        }
+        bytes
+    } else {
+        header_line.extend_from_slice(&body);
+        header_line
+    };
+    publish_new(path, &bytes).map_err(|error| match error {
+        PublishError::Exists => StoreError::io(
+            "write",
+            path,
+            io::Error::new(io::ErrorKind::AlreadyExists, "file exists"),
+        ),
+        PublishError::Io(error) => error,
+    })
+}

@@ -1,0 +1,302 @@
+//! The in-memory backend: the store contract with no I/O, for tests and examples.
+//!
+//! Sessions live in a map behind one mutex. Each keeps its header, its events as encoded V3
+//! JSONL lines (so reads go through the same codec as files, and byte-level checks are
+//! possible) and whether a writer holds it. Failures can be injected to exercise the poisoned
+//! writer path.
+//!
+//! Invariants:
+//! - A session's `lines` hold exactly `n_events` complete `\n`-terminated records.
+//! - At most one live appender per session (`locked`); dropping it clears the flag.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use strata_core::{Event, RawEvent, SessionHeader};
+
+use crate::codec::{decode_event_line, encode_event_line, Location};
+use crate::error::{LockHolder, StoreError};
+use crate::lines::DEFAULT_MAX_RECORD_LEN;
+use crate::store::{Backend, Batch, Listing, LogAppender, StoredLog};
+
+/// An in-memory [`Backend`].
+#[derive(Clone, Default)]
+pub struct MemoryBackend {
+    inner: Arc<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    sessions: Mutex<HashMap<String, MemorySession>>,
+    /// Appends still to succeed before injected failures start (`usize::MAX`: never fail).
+    appends_before_failure: AtomicUsize,
+}
+
+struct MemorySession {
+    header: SessionHeader,
+    lines: Vec<u8>,
+    n_events: u64,
+    locked: bool,
+}
+
+impl MemoryBackend {
+    /// An empty store.
+    pub fn new() -> MemoryBackend {
+        let backend = MemoryBackend::default();
+        backend
+            .inner
+            .appends_before_failure
+            .store(usize::MAX, Ordering::SeqCst);
+        backend
+    }
+
+    /// Makes every append after the next `n_ok` fail with [`StoreError::Injected`].
+    pub fn fail_appends_after(&self, n_ok: usize) {
+        self.inner
+            .appends_before_failure
+            .store(n_ok, Ordering::SeqCst);
+    }
+
+    /// The stored JSONL body (event lines only) of a session.
+    pub fn body(&self, id: &str) -> Option<Vec<u8>> {
+        self.sessions().get(id).map(|session| session.lines.clone())
+    }
+
+    fn sessions(&self) -> MutexGuard<'_, HashMap<String, MemorySession>> {
+        self.inner
+            .sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn not_found(&self, id: &str) -> StoreError {
+        StoreError::NotFound {
+            store: self.describe(),
+            id: id.to_owned(),
+        }
+    }
+
+    fn decode(
+        &self,
+        id: &str,
+        session: &MemorySession,
+        from_seq: u64,
+    ) -> Result<Vec<RawEvent>, StoreError> {
+        let mut events = Vec::new();
+        for (index, line) in session.lines.split(|&byte| byte == b'\n').enumerate() {
+            let seq = index as u64;
+            if seq >= session.n_events {
+                break;
+            }
+            if seq < from_seq {
+                continue;
+            }
+            let location = Location {
+                file: None,
+                line: seq + 2,
+                seq: Some(seq),
+            };
+            events.push(decode_event_line(line, &location).map_err(|error| {
+                StoreError::Corrupt {
+                    location: format!("memory#{id}"),
+                    line: Some(seq + 2),
+                    seq: Some(seq),
+                    detail: error.to_string(),
+                }
+            })?);
+        }
+        Ok(events)
+    }
+}
+
+impl Backend for MemoryBackend {
+    fn describe(&self) -> String {
+        "memory".to_owned()
+    }
+
+    fn max_record_len(&self) -> usize {
+        DEFAULT_MAX_RECORD_LEN
+    }
+
+    fn create(
+        &self,
+        header: &SessionHeader,
+        events: &[Arc<Event>],
+    ) -> Result<Box<dyn LogAppender>, StoreError> {
+        let id = header.id().to_owned();
+        let mut sessions = self.sessions();
+        if sessions.contains_key(&id) {
+            return Err(StoreError::AlreadyExists {
+                store: self.describe(),
+                id,
+            });
+        }
+        let mut lines = Vec::new();
+        for event in events {
+            encode_event_line(event, &mut lines);
+        }
+        sessions.insert(
+            id.clone(),
+            MemorySession {
+                header: header.clone(),
+                lines,
+                n_events: events.len() as u64,
+                locked: true,
+            },
+        );
+        Ok(Box::new(MemoryAppender {
+            backend: self.clone(),
+            id,
+            next_seq: events.len() as u64,
+        }))
+    }
+
+    fn open_append(&self, id: &str) -> Result<(StoredLog, Box<dyn LogAppender>), StoreError> {
+        let mut sessions = self.sessions();
+        let session = sessions.get_mut(id).ok_or_else(|| self.not_found(id))?;
+        if session.locked {
+            return Err(StoreError::Locked {
+                id: id.to_owned(),
+                holder: LockHolder {
+                    pid: Some(std::process::id()),
+                },
+            });
+        }
+        let events = self.decode(id, session, 0)?;
+        session.locked = true;
+        let log = StoredLog {
+            header: session.header.clone(),
+            location: format!("memory#{id}"),
+            first_line: Some(2),
+            torn: None,
+            events,
+        };
+        let appender = MemoryAppender {
+            backend: self.clone(),
+            id: id.to_owned(),
+            next_seq: log.events.len() as u64,
+        };
+        Ok((log, Box::new(appender)))
+    }
+
+    fn read(&self, id: &str) -> Result<StoredLog, StoreError> {
+        let sessions = self.sessions();
+        let session = sessions.get(id).ok_or_else(|| self.not_found(id))?;
+        Ok(StoredLog {
+            header: session.header.clone(),
+            events: self.decode(id, session, 0)?,
+            location: format!("memory#{id}"),
+            first_line: Some(2),
+            torn: None,
+        })
+    }
+
+    fn read_from(&self, id: &str, from_seq: u64) -> Result<Vec<RawEvent>, StoreError> {
+        let sessions = self.sessions();
+        let session = sessions.get(id).ok_or_else(|| self.not_found(id))?;
+        self.decode(id, session, from_seq)
+    }
+
+    fn exists(&self, id: &str) -> Result<bool, StoreError> {
+        Ok(self.sessions().contains_key(id))
+    }
+
+    fn list(&self) -> Result<Listing, StoreError> {
+        let mut sessions: Vec<SessionHeader> = self
+            .sessions()
+            .values()
+            .map(|session| session.header.clone())
+            .collect();
+        sort_newest_first(&mut sessions);
+        Ok(Listing {
+            sessions,
+            problems: Vec::new(),
+        })
+    }
+
+    fn delete(&self, id: &str) -> Result<(), StoreError> {
+        let mut sessions = self.sessions();
+        match sessions.get(id) {
+            None => Err(self.not_found(id)),
+            Some(session) if session.locked => Err(StoreError::Locked {
+                id: id.to_owned(),
+                holder: LockHolder {
+                    pid: Some(std::process::id()),
+                },
+            }),
+            Some(_) => {
+                sessions.remove(id);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Sorts headers newest `createdAt` first, ties by id, as every backend lists them.
+pub(crate) fn sort_newest_first(headers: &mut [SessionHeader]) {
+    headers.sort_by(|a, b| {
+        b.created_at()
+            .cmp(&a.created_at())
+            .then_with(|| a.id().cmp(b.id()))
+    });
+}
+
+struct MemoryAppender {
+    backend: MemoryBackend,
+    id: String,
+    next_seq: u64,
+}
+
+impl LogAppender for MemoryAppender {
+    fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    fn append(&mut self, batch: &Batch<'_>) -> Result<(), StoreError> {
+        let remaining = self
+            .backend
+            .inner
+            .appends_before_failure
+            .load(Ordering::SeqCst);
+        if remaining == 0 {
+            return Err(StoreError::Injected(format!(
+                "append to memory#{} at seq {}",
+                self.id, self.next_seq
+            )));
+        }
+        if remaining != usize::MAX {
+            self.backend
+                .inner
+                .appends_before_failure
+                .store(remaining - 1, Ordering::SeqCst);
+        }
+        let first = batch
+            .events
+            .first()
+            .map_or(self.next_seq, |event| event.seq().get());
+        if first != self.next_seq {
+            return Err(StoreError::SeqConflict {
+                id: self.id.clone(),
+                expected: first,
+                found: self.next_seq,
+            });
+        }
+        let mut sessions = self.backend.sessions();
+        let session = sessions
+            .get_mut(&self.id)
+            .ok_or_else(|| self.backend.not_found(&self.id))?;
+        session.lines.extend_from_slice(batch.jsonl);
+        session.n_events += batch.events.len() as u64;
+        self.next_seq += batch.events.len() as u64;
+        Ok(())
+    }
+}
+
+impl Drop for MemoryAppender {
+    fn drop(&mut self) {
+        if let Some(session) = self.backend.sessions().get_mut(&self.id) {
+            session.locked = false;
+        }
+    }
+}

@@ -1,0 +1,647 @@
+//! The SQLite backend: strata's embedded default store (persistence §3, rebuilt).
+//!
+//! One database holds every session: a `sessions` row per header and an `events` row per event
+//! with the envelope as columns (`type`, `seq`, `time`, `data`, `source_event_seqs`,
+//! `surface_op`, `ignorable`), primary key `(session_id, seq)`.
+//!
+//! Invariants:
+//! - **Durable commits.** WAL journal, `synchronous=FULL` (a committed append survives an OS
+//!   crash), every write in a `BEGIN IMMEDIATE` transaction on the one writer connection.
+//! - **Bump-and-reject.** `PRAGMA user_version` is [`SCHEMA_VERSION`] and `application_id` is
+//!   [`APPLICATION_ID`]; a database with any other version is refused on open, naming both,
+//!   before anything is changed. A pristine file is initialised in one transaction.
+//! - **No stale writer.** Inside each append transaction the batch's first seq must equal the
+//!   session's stored `next_seq`; on top of that a per-session `flock` file
+//!   (`<db>.locks/<id>.lock`) makes a second writer fail at open with the holder's pid.
+//! - **Lossless rows.** `data` is the exact JSON text (zstd-compressed as a BLOB when it is at
+//!   least 4 KiB and compression shrinks it); `source_event_seqs` is the JSONL range encoding;
+//!   rows read back are the same events (envelope key order is canonical).
+
+use std::fs::DirBuilder;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use rusqlite::types::{Value as SqlValue, ValueRef};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use serde_json::{Map, Value};
+use strata_core::{Event, RawEvent, ReplaceSpelling, SessionHeader, SurfaceMeta};
+
+use crate::codec::{
+    decode_header_line, encode_header_line, expand_sources, write_range_sources, Location,
+};
+use crate::error::StoreError;
+use crate::layout::encode_segment;
+use crate::lines::DEFAULT_MAX_RECORD_LEN;
+use crate::lock::SessionLock;
+use crate::memory::sort_newest_first;
+use crate::store::{default_sqlite_path, Backend, Batch, Listing, LogAppender, StoredLog};
+
+/// The schema this build reads and writes (`PRAGMA user_version`).
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// `PRAGMA application_id` of a strata database: "STRA".
+pub const APPLICATION_ID: i64 = 0x5354_5241;
+
+/// `data` payloads at least this long are stored zstd-compressed when that is smaller.
+pub const COMPRESS_THRESHOLD: usize = 4096;
+
+const SCHEMA: &str = "
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY NOT NULL,
+    header TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    cwd TEXT,
+    parent_session TEXT,
+    next_seq INTEGER NOT NULL
+) STRICT;
+CREATE INDEX sessions_by_created_at ON sessions (created_at DESC, id);
+CREATE TABLE events (
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    time INTEGER NOT NULL,
+    data ANY NOT NULL,
+    source_event_seqs TEXT,
+    surface_op TEXT,
+    ignorable INTEGER CHECK (ignorable IS NULL OR ignorable = 1),
+    PRIMARY KEY (session_id, seq)
+) STRICT;
+";
+
+/// The SQLite [`Backend`].
+#[derive(Clone)]
+pub struct SqliteBackend {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    locks_dir: PathBuf,
+    /// The one writer connection.
+    writer: Mutex<Connection>,
+    /// A connection for reads, so reads never wait behind a commit's fsync.
+    reader: Mutex<Connection>,
+}
+
+impl SqliteBackend {
+    /// Opens (creating if missing) the database at `path`, refusing other schema versions.
+    pub fn open(path: &Path) -> Result<SqliteBackend, StoreError> {
+        if let Some(parent) = path
+            .parent()
+            .filter(|parent| !parent.as_os_str().is_empty())
+        {
+            DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(parent)
+                .map_err(|source| StoreError::io("create directory", parent, source))?;
+        }
+        let writer = connect(path)?;
+        initialise(path, &writer)?;
+        let reader = connect(path)?;
+        let mut locks_dir = path.as_os_str().to_owned();
+        locks_dir.push(".locks");
+        Ok(SqliteBackend {
+            inner: Arc::new(Inner {
+                path: path.to_path_buf(),
+                locks_dir: PathBuf::from(locks_dir),
+                writer: Mutex::new(writer),
+                reader: Mutex::new(reader),
+            }),
+        })
+    }
+
+    /// Opens the default store (see [`default_sqlite_path`]).
+    pub fn open_default() -> Result<SqliteBackend, StoreError> {
+        let path = default_sqlite_path().ok_or_else(|| {
+            StoreError::io(
+                "locate default store",
+                "$HOME",
+                std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "none of STRATA_HOME, XDG_DATA_HOME, HOME is set",
+                ),
+            )
+        })?;
+        SqliteBackend::open(&path)
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    fn sql(&self, op: &'static str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        move |source| StoreError::Sqlite {
+            path: self.inner.path.clone(),
+            op,
+            source,
+        }
+    }
+
+    fn lock(&self, id: &str) -> Result<SessionLock, StoreError> {
+        let segment = encode_segment(id).map_err(|source| StoreError::BadId {
+            id: id.to_owned(),
+            source,
+        })?;
+        DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.inner.locks_dir)
+            .map_err(|source| StoreError::io("create directory", &self.inner.locks_dir, source))?;
+        SessionLock::acquire(&self.inner.locks_dir.join(format!("{segment}.lock")), id)
+    }
+
+    fn location(&self, id: &str) -> String {
+        format!("sqlite:{}#{id}", self.inner.path.display())
+    }
+
+    fn not_found(&self, id: &str) -> StoreError {
+        StoreError::NotFound {
+            store: self.describe(),
+            id: id.to_owned(),
+        }
+    }
+
+    /// Reads a session's header and its events with seq `from_seq..` on `conn`.
+    fn read_on(
+        &self,
+        conn: &Connection,
+        id: &str,
+        from_seq: u64,
+    ) -> Result<(SessionHeader, Vec<RawEvent>), StoreError> {
+        let header_text: Option<String> = conn
+            .prepare_cached("SELECT header FROM sessions WHERE id = ?1")
+            .and_then(|mut statement| statement.query_row([id], |row| row.get(0)).optional())
+            .map_err(self.sql("read session"))?;
+        let Some(header_text) = header_text else {
+            return Err(self.not_found(id));
+        };
+        let location = Location {
+            file: Some(PathBuf::from(self.location(id))),
+            line: 1,
+            seq: None,
+        };
+        let header = decode_header_line(header_text.as_bytes(), &location)?;
+        let mut statement = conn
+            .prepare_cached(
+                "SELECT seq, type, time, data, source_event_seqs, surface_op, ignorable \
+                 FROM events WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq",
+            )
+            .map_err(self.sql("read events"))?;
+        let from = i64::try_from(from_seq).unwrap_or(i64::MAX);
+        let mut rows = statement
+            .query(params![id, from])
+            .map_err(self.sql("read events"))?;
+        let mut events = Vec::new();
+        let mut expected = from_seq;
+        while let Some(row) = rows.next().map_err(self.sql("read events"))? {
+            let event = self.decode_row(id, row, expected)?;
+            events.push(event);
+            expected += 1;
+        }
+        Ok((header, events))
+    }
+
+    fn decode_row(
+        &self,
+        id: &str,
+        row: &rusqlite::Row<'_>,
+        expected: u64,
+    ) -> Result<RawEvent, StoreError> {
+        let corrupt = |detail: String| StoreError::Corrupt {
+            location: self.location(id),
+            line: None,
+            seq: Some(expected),
+            detail,
+        };
+        let seq: i64 = row.get(0).map_err(self.sql("read events"))?;
+        if u64::try_from(seq).ok() != Some(expected) {
+            return Err(corrupt(format!(
+                "seq out of order: expected {expected}, found {seq}"
+            )));
+        }
+        let event_type: String = row.get(1).map_err(self.sql("read events"))?;
+        let time: i64 = row.get(2).map_err(self.sql("read events"))?;
+        let data_text = match row.get_ref(3).map_err(self.sql("read events"))? {
+            ValueRef::Text(text) => text.to_vec(),
+            ValueRef::Blob(blob) => zstd::bulk::decompress(blob, 1 << 30)
+                .map_err(|error| corrupt(format!("data does not decompress: {error}")))?,
+            other => {
+                return Err(corrupt(format!(
+                    "data has SQL type {:?}",
+                    other.data_type()
+                )))
+            }
+        };
+        let data: Value = serde_json::from_slice(&data_text)
+            .map_err(|error| corrupt(format!("data is not JSON: {error}")))?;
+        let json_column = |index: usize, name: &str| -> Result<Option<Value>, StoreError> {
+            let text: Option<String> = row.get(index).map_err(self.sql("read events"))?;
+            text.map(|text| {
+                serde_json::from_str(&text)
+                    .map_err(|error| corrupt(format!("{name} is not JSON: {error}")))
+            })
+            .transpose()
+        };
+        let sources = json_column(4, "source_event_seqs")?;
+        let surface_op = json_column(5, "surface_op")?;
+        let ignorable: Option<i64> = row.get(6).map_err(self.sql("read events"))?;
+        let mut map = Map::new();
+        map.insert("type".into(), Value::from(event_type));
+        map.insert("seq".into(), Value::from(seq));
+        map.insert("time".into(), Value::from(time));
+        map.insert("data".into(), data);
+        if let Some(sources) = sources {
+            map.insert("sourceEventSeqs".into(), sources);
+        }
+        if let Some(op) = surface_op {
+            map.insert("surfaceOp".into(), op);
+        }
+        if ignorable == Some(1) {
+            map.insert("ignorable".into(), Value::Bool(true));
+        }
+        let location = Location {
+            file: Some(PathBuf::from(self.location(id))),
+            line: 0,
+            seq: Some(expected),
+        };
+        Ok(expand_sources(
+            RawEvent::from_value(Value::Object(map)),
+            &location,
+        )?)
+    }
+}
+
+fn connect(path: &Path) -> Result<Connection, StoreError> {
+    let sql = |op: &'static str| {
+        move |source| StoreError::Sqlite {
+            path: path.to_path_buf(),
+            op,
+            source,
+        }
+    };
+    let conn = Connection::open(path).map_err(sql("open"))?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(sql("set busy_timeout"))?;
+    Ok(conn)
+}
+
+/// Checks (or, on a pristine file, creates) the schema, then sets the durability pragmas.
+fn initialise(path: &Path, conn: &Connection) -> Result<(), StoreError> {
+    let sql = |op: &'static str| {
+        move |source| StoreError::Sqlite {
+            path: path.to_path_buf(),
+            op,
+            source,
+        }
+    };
+    let pragma = |name: &str| -> Result<i64, StoreError> {
+        conn.query_row(&format!("PRAGMA {name}"), [], |row| row.get(0))
+            .map_err(sql("read pragma"))
+    };
+    let check = |application_id: i64, user_version: i64| -> Result<(), StoreError> {
+        if application_id != APPLICATION_ID {
+            return Err(StoreError::ForeignDatabase {
+                path: path.to_path_buf(),
+                found: application_id,
+                expected: APPLICATION_ID,
+            });
+        }
+        if user_version != SCHEMA_VERSION {
+            return Err(StoreError::SchemaVersion {
+                path: path.to_path_buf(),
+                found: user_version,
+                expected: SCHEMA_VERSION,
+            });
+        }
+        Ok(())
+    };
+    let (application_id, user_version) = (pragma("application_id")?, pragma("user_version")?);
+    if application_id == 0 && user_version == 0 {
+        conn.execute_batch("BEGIN IMMEDIATE")
+            .map_err(sql("begin schema transaction"))?;
+        let result = (|| {
+            let n_objects: i64 = conn
+                .query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))
+                .map_err(sql("inspect schema"))?;
+            let (application_id, user_version) =
+                (pragma("application_id")?, pragma("user_version")?);
+            if application_id == 0 && user_version == 0 {
+                if n_objects != 0 {
+                    return Err(StoreError::SchemaVersion {
+                        path: path.to_path_buf(),
+                        found: 0,
+                        expected: SCHEMA_VERSION,
+                    });
+                }
+                conn.execute_batch(SCHEMA).map_err(sql("create schema"))?;
+                conn.execute_batch(&format!(
+                    "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION};"
+                ))
+                .map_err(sql("stamp schema version"))?;
+                Ok(())
+            } else {
+                check(application_id, user_version)
+            }
+        })();
+        match result {
+            Ok(()) => conn.execute_batch("COMMIT").map_err(sql("commit schema"))?,
+            Err(error) => {
+                let _ = conn.execute_batch("ROLLBACK");
+                return Err(error);
+            }
+        }
+    } else {
+        check(application_id, user_version)?;
+    }
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+        .map_err(sql("set journal_mode"))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(StoreError::Sqlite {
+            path: path.to_path_buf(),
+            op: "set journal_mode",
+            source: rusqlite::Error::InvalidParameterName(format!(
+                "journal_mode is {mode}, not wal"
+            )),
+        });
+    }
+    conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
+        .map_err(sql("set pragmas"))?;
+    Ok(())
+}
+
+/// The SQL values of one event's columns.
+struct Row {
+    seq: i64,
+    event_type: String,
+    time: i64,
+    data: SqlValue,
+    sources: Option<String>,
+    surface_op: Option<String>,
+    ignorable: Option<i64>,
+}
+
+fn event_row(event: &Event) -> Row {
+    let mut data = Vec::new();
+    // Writing a `Value` into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut data, event.data());
+    let data = if data.len() >= COMPRESS_THRESHOLD {
+        match zstd::bulk::compress(&data, 3) {
+            Ok(compressed) if compressed.len() < data.len() => SqlValue::Blob(compressed),
+            _ => SqlValue::Text(String::from_utf8_lossy(&data).into_owned()),
+        }
+    } else {
+        SqlValue::Text(String::from_utf8_lossy(&data).into_owned())
+    };
+    let (sources, surface_op) = match event.meta() {
+        SurfaceMeta::LogOnly => (None, None),
+        SurfaceMeta::Surface { op, sources } => (
+            sources.as_ref().map(|sources| {
+                let mut out = Vec::new();
+                write_range_sources(sources, &mut out);
+                String::from_utf8_lossy(&out).into_owned()
+            }),
+            Some(op.to_value(ReplaceSpelling::StartSeqEndSeq).to_string()),
+        ),
+        SurfaceMeta::Opaque {
+            surface_op,
+            source_event_seqs,
+        } => (
+            source_event_seqs.as_ref().map(Value::to_string),
+            surface_op.as_ref().map(Value::to_string),
+        ),
+    };
+    Row {
+        seq: i64::try_from(event.seq().get()).unwrap_or(i64::MAX),
+        event_type: event.event_type().as_str().to_owned(),
+        time: event.time(),
+        data,
+        sources,
+        surface_op,
+        ignorable: event.is_ignorable().then_some(1),
+    }
+}
+
+fn insert_events(
+    tx: &rusqlite::Transaction<'_>,
+    id: &str,
+    events: &[Arc<Event>],
+) -> rusqlite::Result<()> {
+    let mut statement = tx.prepare_cached(
+        "INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op, ignorable) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    for event in events {
+        let row = event_row(event);
+        statement.execute(params![
+            id,
+            row.seq,
+            row.event_type,
+            row.time,
+            row.data,
+            row.sources,
+            row.surface_op,
+            row.ignorable
+        ])?;
+    }
+    Ok(())
+}
+
+fn lock_conn(conn: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
+    conn.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Backend for SqliteBackend {
+    fn describe(&self) -> String {
+        format!("sqlite:{}", self.inner.path.display())
+    }
+
+    fn max_record_len(&self) -> usize {
+        DEFAULT_MAX_RECORD_LEN
+    }
+
+    fn create(
+        &self,
+        header: &SessionHeader,
+        events: &[Arc<Event>],
+    ) -> Result<Box<dyn LogAppender>, StoreError> {
+        let id = header.id();
+        let lock = self.lock(id)?;
+        let mut header_line = Vec::new();
+        encode_header_line(header, &mut header_line)?;
+        header_line.pop();
+        let header_text = String::from_utf8_lossy(&header_line).into_owned();
+        let mut conn = lock_conn(&self.inner.writer);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(self.sql("begin create"))?;
+        let exists: Option<i64> = tx
+            .query_row("SELECT 1 FROM sessions WHERE id = ?1", [id], |row| {
+                row.get(0)
+            })
+            .optional()
+            .map_err(self.sql("create session"))?;
+        if exists.is_some() {
+            return Err(StoreError::AlreadyExists {
+                store: self.describe(),
+                id: id.to_owned(),
+            });
+        }
+        tx.execute(
+            "INSERT INTO sessions (id, header, created_at, cwd, parent_session, next_seq) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                id,
+                header_text,
+                i64::try_from(header.created_at()).unwrap_or(i64::MAX),
+                header.cwd(),
+                header.parent_session(),
+                events.len() as i64
+            ],
+        )
+        .map_err(self.sql("create session"))?;
+        insert_events(&tx, id, events).map_err(self.sql("create session"))?;
+        tx.commit().map_err(self.sql("commit create"))?;
+        drop(conn);
+        Ok(Box::new(SqliteAppender {
+            backend: self.clone(),
+            id: id.to_owned(),
+            next_seq: events.len() as u64,
+            _lock: lock,
+        }))
+    }
+
+    fn open_append(&self, id: &str) -> Result<(StoredLog, Box<dyn LogAppender>), StoreError> {
+        if !self.exists(id)? {
+            return Err(self.not_found(id));
+        }
+        let lock = self.lock(id)?;
+        let log = self.read(id)?;
+        let appender = SqliteAppender {
+            backend: self.clone(),
+            id: id.to_owned(),
+            next_seq: log.events.len() as u64,
+            _lock: lock,
+        };
+        Ok((log, Box::new(appender)))
+    }
+
+    fn read(&self, id: &str) -> Result<StoredLog, StoreError> {
+        let conn = lock_conn(&self.inner.reader);
+        let (header, events) = self.read_on(&conn, id, 0)?;
+        Ok(StoredLog {
+            header,
+            events,
+            location: self.location(id),
+            first_line: None,
+            torn: None,
+        })
+    }
+
+    fn read_from(&self, id: &str, from_seq: u64) -> Result<Vec<RawEvent>, StoreError> {
+        let conn = lock_conn(&self.inner.reader);
+        Ok(self.read_on(&conn, id, from_seq)?.1)
+    }
+
+    fn exists(&self, id: &str) -> Result<bool, StoreError> {
+        let conn = lock_conn(&self.inner.reader);
+        conn.prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")
+            .and_then(|mut statement| statement.exists([id]))
+            .map_err(self.sql("look up session"))
+    }
+
+    fn list(&self) -> Result<Listing, StoreError> {
+        let conn = lock_conn(&self.inner.reader);
+        let mut statement = conn
+            .prepare_cached("SELECT id, header FROM sessions ORDER BY created_at DESC, id")
+            .map_err(self.sql("list sessions"))?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+            })
+            .map_err(self.sql("list sessions"))?;
+        let mut listing = Listing::default();
+        for row in rows {
+            let (id, header) = row.map_err(self.sql("list sessions"))?;
+            let location = Location {
+                file: Some(PathBuf::from(self.location(&id))),
+                line: 1,
+                seq: None,
+            };
+            match decode_header_line(header.as_bytes(), &location) {
+                Ok(header) => listing.sessions.push(header),
+                Err(error) => listing.problems.push(error.into()),
+            }
+        }
+        sort_newest_first(&mut listing.sessions);
+        Ok(listing)
+    }
+
+    fn delete(&self, id: &str) -> Result<(), StoreError> {
+        if !self.exists(id)? {
+            return Err(self.not_found(id));
+        }
+        let _lock = self.lock(id)?;
+        let mut conn = lock_conn(&self.inner.writer);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(self.sql("begin delete"))?;
+        tx.execute("DELETE FROM events WHERE session_id = ?1", [id])
+            .map_err(self.sql("delete events"))?;
+        tx.execute("DELETE FROM sessions WHERE id = ?1", [id])
+            .map_err(self.sql("delete session"))?;
+        tx.commit().map_err(self.sql("commit delete"))
+    }
+}
+
+/// The exclusive appender of one SQLite session.
+struct SqliteAppender {
+    backend: SqliteBackend,
+    id: String,
+    next_seq: u64,
+    _lock: SessionLock,
+}
+
+impl LogAppender for SqliteAppender {
+    fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    fn append(&mut self, batch: &Batch<'_>) -> Result<(), StoreError> {
+        let Some(first) = batch.events.first() else {
+            return Ok(());
+        };
+        let backend = &self.backend;
+        let mut conn = lock_conn(&backend.inner.writer);
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(backend.sql("begin append"))?;
+        let stored: i64 = tx
+            .query_row(
+                "SELECT next_seq FROM sessions WHERE id = ?1",
+                [&self.id],
+                |row| row.get(0),
+            )
+            .map_err(backend.sql("append"))?;
+        if u64::try_from(stored).ok() != Some(first.seq().get()) {
+            return Err(StoreError::SeqConflict {
+                id: self.id.clone(),
+                expected: first.seq().get(),
+                found: u64::try_from(stored).unwrap_or(0),
+            });
+        }
+        insert_events(&tx, &self.id, batch.events).map_err(backend.sql("append"))?;
+        let next = first.seq().get() + batch.events.len() as u64;
+        tx.execute(
+            "UPDATE sessions SET next_seq = ?1 WHERE id = ?2",
+            params![i64::try_from(next).unwrap_or(i64::MAX), self.id],
+        )
+        .map_err(backend.sql("append"))?;
+        tx.commit().map_err(backend.sql("commit append"))?;
+        self.next_seq = next;
+        Ok(())
+    }
+}

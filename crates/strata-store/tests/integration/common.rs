@@ -1,0 +1,79 @@
+//! Shared helpers: one constructor per backend, so every contract test runs on all of them.
+
+use std::path::Path;
+
+use strata_core::{Candidate, HeaderSpec, SessionHeader};
+use strata_store::synth::turn_candidates;
+use strata_store::{Compression, JsonlBackend, JsonlConfig, SessionWriter, Store};
+
+/// The backends every contract test runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Memory,
+    Raw,
+    Zstd,
+    Sqlite,
+}
+
+pub const ALL: [Kind; 4] = [Kind::Memory, Kind::Raw, Kind::Zstd, Kind::Sqlite];
+pub const DURABLE: [Kind; 3] = [Kind::Raw, Kind::Zstd, Kind::Sqlite];
+
+pub fn store(kind: Kind, dir: &Path) -> Store {
+    match kind {
+        Kind::Memory => Store::memory(),
+        Kind::Raw => Store::new(JsonlBackend::new(JsonlConfig::new(
+            dir.join("raw"),
+            Compression::None,
+        ))),
+        Kind::Zstd => Store::new(JsonlBackend::new(JsonlConfig::new(
+            dir.join("zstd"),
+            Compression::Zstd,
+        ))),
+        Kind::Sqlite => Store::new(
+            strata_store::SqliteBackend::open(&dir.join("strata.db")).expect("open sqlite"),
+        ),
+    }
+}
+
+pub fn header(id: &str, created_at: u64) -> SessionHeader {
+    SessionHeader::new(HeaderSpec {
+        id: id.to_owned(),
+        created_at,
+        cwd: Some("/work/project".to_owned()),
+        ..HeaderSpec::default()
+    })
+    .unwrap()
+}
+
+/// Appends `n_turns` complete synthetic turns, one append per turn.
+pub fn append_turns(writer: &SessionWriter, n_turns: u64) {
+    for _ in 0..n_turns {
+        let (turn, next) = writer.with_session(|session| {
+            let turns = session
+                .events()
+                .iter()
+                .filter(|event| event.event_type().as_str() == "turn/start")
+                .count() as u64;
+            (turns + 1, session.len() as u64)
+        });
+        writer
+            .append(turn_candidates(turn, next, 40), 1_000 + next as i64)
+            .unwrap();
+    }
+}
+
+/// The first `n` candidates of the next turn (leaving it open).
+pub fn partial_turn(writer: &SessionWriter, n: usize) -> Vec<Candidate> {
+    let (turn, next) = writer.with_session(|session| {
+        let turns = session
+            .events()
+            .iter()
+            .filter(|event| event.event_type().as_str() == "turn/start")
+            .count() as u64;
+        (turns + 1, session.len() as u64)
+    });
+    turn_candidates(turn, next, 40)
+        .into_iter()
+        .take(n)
+        .collect()
+}
