@@ -85,9 +85,13 @@ impl SessionWriter {
         });
         let flusher_shared = Arc::clone(&shared);
         let flusher = thread::Builder::new()
+            // Thread names may not hold NUL; ids may hold anything.
             .name(format!(
                 "strata-flush-{}",
-                id.chars().take(16).collect::<String>()
+                id.chars()
+                    .filter(char::is_ascii_alphanumeric)
+                    .take(16)
+                    .collect::<String>()
             ))
             .spawn(move || flush_loop(&flusher_shared, appender));
         let flusher = match flusher {

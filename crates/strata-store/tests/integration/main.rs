@@ -9,3 +9,9 @@ mod common;
 /// The store contract on every backend: create, append, read, list, fork, delete, locks,
 /// group commit, crash repair on reopen, poisoning (issue 3 item 1).
 mod contract;
+
+/// Torn tails at every offset, appends after a torn tail, interior corruption (issue 3).
+mod torn;
+
+/// Hostile ids, record size limits, schema version refusal (issue 3).
+mod hostile;

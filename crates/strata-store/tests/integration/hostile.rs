@@ -1,0 +1,186 @@
+//! Hostile session ids and oversized records (issue 3): ids are encoded into one safe path
+//! component or refused, never escape the root; a 64 MiB single line is refused with a size
+//! error instead of exhausting memory.
+
+use std::fs;
+use std::path::Path;
+
+use strata_core::{payload, Candidate, HeaderSpec, SessionHeader, SurfaceIntent};
+use strata_store::{
+    read_log, AppendError, CodecError, Compression, JsonlBackend, JsonlConfig, Store, StoreError,
+    DEFAULT_MAX_RECORD_LEN,
+};
+
+use crate::common::{store, Kind, ALL};
+
+fn header_for(id: &str) -> SessionHeader {
+    SessionHeader::new(HeaderSpec {
+        id: id.to_owned(),
+        created_at: 1,
+        ..HeaderSpec::default()
+    })
+    .unwrap()
+}
+
+/// Every file under `dir`, recursively.
+fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if !dir.exists() {
+        return out;
+    }
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path.clone());
+            }
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn hostile_ids_are_encoded_inside_the_root_or_refused() {
+    let long = "x".repeat(4096);
+    let ids = [
+        "../x",
+        "a/b",
+        "..",
+        ".",
+        "nul\0byte",
+        "~tilde",
+        "héllo wörld",
+        "/abs",
+        &long,
+    ];
+    for kind in ALL {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside-marker");
+        let store = store(kind, &dir.path().join("inner"));
+        for id in ids {
+            match store.create(header_for(id)) {
+                Ok(writer) => {
+                    writer.close().unwrap();
+                    let log = store.read(id).unwrap();
+                    assert_eq!(log.header.id(), id, "{kind:?}");
+                    assert!(store.list().unwrap().sessions.iter().any(|h| h.id() == id));
+                }
+                // Only the 4 KiB id may be refused (its encoding exceeds a file-name limit).
+                Err(error) => assert_eq!(id, long, "{kind:?} refused {id:?}: {error}"),
+            }
+        }
+        // Nothing was created outside the store's own directory.
+        let entries: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
+        assert!(entries.len() <= 1, "{kind:?}: {entries:?}");
+        assert!(!outside.exists());
+        for path in files_under(&dir.path().join("inner")) {
+            assert!(path.starts_with(dir.path().join("inner")));
+        }
+    }
+}
+
+#[test]
+fn the_empty_id_is_refused_by_jsonl() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::new(JsonlBackend::new(JsonlConfig::new(
+        dir.path(),
+        Compression::None,
+    )));
+    let error = store.create(header_for("")).unwrap_err();
+    assert!(matches!(error, StoreError::BadId { .. }), "{error}");
+}
+
+#[test]
+fn an_event_above_the_configured_record_limit_is_refused_before_anything_is_written() {
+    for compression in [Compression::None, Compression::Zstd] {
+        let dir = tempfile::tempdir().unwrap();
+        let config = JsonlConfig {
+            max_record_len: 64 * 1024,
+            ..JsonlConfig::new(dir.path(), compression)
+        };
+        let store = Store::new(JsonlBackend::new(config));
+        let writer = store.create(header_for("big")).unwrap();
+        let huge = Candidate::surface(
+            payload::UserMessage {
+                message: payload::user_text_message("u", &"y".repeat(64 * 1024)),
+            },
+            SurfaceIntent::append(),
+        );
+        let error = writer.append(vec![huge], 1).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                AppendError::TooLarge {
+                    seq: 0,
+                    limit: 65536,
+                    ..
+                }
+            ),
+            "{compression:?}: {error}"
+        );
+        assert_eq!(writer.durable_len(), 0);
+        // The writer is still usable and nothing reached the file.
+        let small = Candidate::surface(
+            payload::UserMessage {
+                message: payload::user_text_message("u", "small"),
+            },
+            SurfaceIntent::append(),
+        );
+        writer.append(vec![small], 2).unwrap();
+        writer.close().unwrap();
+        assert_eq!(store.read("big").unwrap().events.len(), 1);
+    }
+}
+
+#[test]
+fn a_64_mib_single_line_is_refused_with_a_size_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.v3.jsonl");
+    let header = r#"{"type":"session","version":3,"id":"s","createdAt":0,"isSeeded":false,"delegationDepth":0}"#;
+    let mut bytes = Vec::with_capacity(DEFAULT_MAX_RECORD_LEN + 200);
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.push(b'\n');
+    bytes.resize(bytes.len() + DEFAULT_MAX_RECORD_LEN + 1, b'z');
+    bytes.push(b'\n');
+    fs::write(&path, &bytes).unwrap();
+    drop(bytes);
+    let error = read_log(&path).unwrap_err();
+    match &error {
+        StoreError::Codec(codec) => assert!(
+            matches!(**codec, CodecError::TooLarge { limit, ref location, .. }
+                if limit == DEFAULT_MAX_RECORD_LEN && location.line == 2),
+            "{error}"
+        ),
+        other => panic!("unexpected {other}"),
+    }
+    assert!(error
+        .to_string()
+        .contains("longer than the 67108864-byte limit"));
+}
+
+#[test]
+fn a_database_of_another_schema_version_is_refused_naming_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("strata.db");
+    drop(strata_store::SqliteBackend::open(&path).unwrap());
+    {
+        let conn = rusqlite_connection(&path);
+        conn.execute_batch("PRAGMA user_version = 7;").unwrap();
+    }
+    let error = strata_store::SqliteBackend::open(&path).err().unwrap();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "database {} has schema version 7, but this build reads only version {}",
+            path.display(),
+            strata_store::SCHEMA_VERSION
+        )
+    );
+    let _ = Kind::Memory;
+}
+
+fn rusqlite_connection(path: &Path) -> rusqlite::Connection {
+    rusqlite::Connection::open(path).unwrap()
+}
