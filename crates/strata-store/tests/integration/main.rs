@@ -15,3 +15,6 @@ mod torn;
 
 /// Hostile ids, record size limits, schema version refusal (issue 3).
 mod hostile;
+
+/// SIGKILL crash test against the `strata-crash-writer` helper (issue 3).
+mod crash;

@@ -1,0 +1,112 @@
+//! Crash-test helper: appends synthetic turns to one session in random batches forever,
+//! printing `ack <last seq>` after each append returns (so the batch is durable), until it is
+//! killed. The crash test SIGKILLs it at random moments and checks that every acknowledged
+//! event survived and the log validates.
+//!
+//! Usage: `strata-crash-writer <raw|zstd|sqlite> <path> <session-id> [text-len]`
+//!
+//! On start it opens the session for writing (creating it if missing), which repairs a turn a
+//! previous kill left open, and prints `open <durable events> <closers added>`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use strata_core::{HeaderSpec, SessionHeader};
+use strata_store::synth::turn_candidates;
+use strata_store::{
+    Compression, JsonlBackend, JsonlConfig, SessionWriter, SqliteBackend, Store, StoreError,
+};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 4 {
+        eprintln!("usage: strata-crash-writer <raw|zstd|sqlite> <path> <session-id> [text-len]");
+        return ExitCode::from(2);
+    }
+    let text_len = args.get(4).and_then(|len| len.parse().ok()).unwrap_or(200);
+    match run(&args[1], PathBuf::from(&args[2]), &args[3], text_len) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("strata-crash-writer: {error}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(kind: &str, path: PathBuf, id: &str, text_len: usize) -> Result<(), String> {
+    let store = match kind {
+        "raw" => Store::new(JsonlBackend::new(JsonlConfig::new(path, Compression::None))),
+        "zstd" => Store::new(JsonlBackend::new(JsonlConfig::new(path, Compression::Zstd))),
+        "sqlite" => Store::new(SqliteBackend::open(&path).map_err(|e| e.to_string())?),
+        other => return Err(format!("unknown backend {other:?}")),
+    };
+    let writer = open_or_create(&store, id).map_err(|e| e.to_string())?;
+    let mut stdout = std::io::stdout().lock();
+    let n_closers = writer
+        .added_on_open()
+        .iter()
+        .filter(|event| event.event_type().as_str() != "session/end-seed")
+        .count();
+    writeln!(stdout, "open {} {n_closers}", writer.durable_len()).map_err(|e| e.to_string())?;
+    // xorshift seeded from the pid and clock: every run cuts batches differently.
+    let mut state = u64::from(std::process::id())
+        ^ std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |elapsed| elapsed.as_nanos() as u64)
+        | 1;
+    let mut random = move |bound: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % bound
+    };
+    loop {
+        let (turn, next) = next_turn(&writer);
+        let mut candidates = turn_candidates(turn, next, text_len).into_iter().peekable();
+        while candidates.peek().is_some() {
+            let n = 1 + random(4) as usize;
+            let batch: Vec<_> = candidates.by_ref().take(n).collect();
+            let events = writer
+                .append(batch, 1_700_000_000_000 + next as i64)
+                .map_err(|e| e.to_string())?;
+            if let Some(last) = events.last() {
+                writeln!(stdout, "ack {}", last.seq().get()).map_err(|e| e.to_string())?;
+                stdout.flush().map_err(|e| e.to_string())?;
+            }
+        }
+    }
+}
+
+fn open_or_create(store: &Store, id: &str) -> Result<SessionWriter, StoreError> {
+    match store.open_write(id) {
+        Err(StoreError::NotFound { .. }) => {
+            let header = SessionHeader::new(HeaderSpec {
+                id: id.to_owned(),
+                created_at: 1_700_000_000_000,
+                cwd: Some("/crash/test".to_owned()),
+                ..HeaderSpec::default()
+            })
+            .map_err(|source| StoreError::Invalid {
+                id: id.to_owned(),
+                location: "header".into(),
+                line: None,
+                source: Box::new(source),
+            })?;
+            store.create(header)
+        }
+        other => other,
+    }
+}
+
+/// The next turn number and the seq it starts at.
+fn next_turn(writer: &SessionWriter) -> (u64, u64) {
+    writer.with_session(|session| {
+        let turns = session
+            .events()
+            .iter()
+            .filter(|event| event.event_type().as_str() == "turn/start")
+            .count() as u64;
+        (turns + 1, session.len() as u64)
+    })
+}
