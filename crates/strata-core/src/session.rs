@@ -144,6 +144,20 @@ impl Session {
                 "session inherited event count exceeds its event log",
             ));
         }
+        // The last tagged marker fixes the inherited count on reload (§9.1
+        // step 5): refuse a seed whose restore would disagree with `count`.
+        let stray_marker = session
+            .events
+            .iter()
+            .skip(if seeded { count as usize + 1 } else { 0 })
+            .any(|event| session.generation >= Generation::V2 && is_inherited_marker(event));
+        if stray_marker {
+            return Err(seed_error(if seeded {
+                "seeded session constructor seed must equal its inherited prefix"
+            } else {
+                "unseeded session inherited event count must be 0"
+            }));
+        }
         session.first_live_seq = seed_len;
         if seeded {
             // A fork-built seed may already hold the tagged marker at `count` (§9.3).
@@ -309,13 +323,31 @@ impl Session {
         self.push_marker(false, time)
     }
 
+    /// Appends the constructor's end-seed marker (the only writer of the
+    /// tagged form, so it bypasses `plan`'s marker check).
     fn push_marker(&mut self, inherited: bool, time: i64) -> Result<(), AcceptError> {
-        self.append(Candidate::log_only(EndSeed { inherited }), time)
-            .map(|_| ())
+        let plan = self.plan_unchecked(Candidate::log_only(EndSeed { inherited }), time)?;
+        self.commit_accepted(plan.event, &plan.surface);
+        Ok(())
     }
 
     /// Validates `candidate` as the next event at `time` without changing anything.
+    ///
+    /// A `session/end-seed {inherited: true}` is refused: the tagged marker
+    /// fixes the inherited count a reload derives (§9.1 step 5), so only a
+    /// fork child's constructor writes it.
     pub fn plan(&self, candidate: Candidate, time: i64) -> Result<AppendPlan, AcceptError> {
+        let seq = self.events.len() as u64;
+        if self.generation >= Generation::V2
+            && candidate.event_type == EventType::SessionEndSeed
+            && candidate.data.get("inherited") == Some(&Value::Bool(true))
+        {
+            return Err(stray_marker_error(seq));
+        }
+        self.plan_unchecked(candidate, time)
+    }
+
+    fn plan_unchecked(&self, candidate: Candidate, time: i64) -> Result<AppendPlan, AcceptError> {
         let seq = Seq::from_index(self.events.len());
         let envelope = Envelope {
             event_type: candidate.event_type,
@@ -413,6 +445,12 @@ impl Session {
                     }
                 }
             };
+            // Like `plan`: a tagged marker past the constructor would change
+            // the inherited count a full restore derives.
+            if self.generation >= Generation::V2 && is_inherited_marker(&event) {
+                self.rollback(mark);
+                return Err(stray_marker_error(event.seq.get()).at_index((start + offset) as u64));
+            }
             self.commit_accepted(event, &plan);
         }
         self.end_batch(mark);
@@ -606,6 +644,16 @@ impl EventLookup for Session {
 
 fn seed_error(message: &str) -> AcceptError {
     AcceptError::new(Rule::SeedMismatch, message)
+}
+
+fn stray_marker_error(seq: u64) -> AcceptError {
+    AcceptError::new(
+        Rule::SeedMismatch,
+        format!(
+            "session event \"session/end-seed\" at seq {seq} carries inherited: true; only a fork child's constructor writes the inherited marker"
+        ),
+    )
+    .at_seq(seq)
 }
 
 fn is_inherited_marker(event: &Event) -> bool {

@@ -31,14 +31,13 @@
 //! messages equal a from-scratch projection, and every event survives a
 //! write → read → restore → write round trip byte for byte.
 
-use std::collections::BTreeSet;
 use std::fmt::Write as _;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use serde_json::{json, Map, Value};
 use strata_core::{
     fold_surface, fold_window, fork_session, open_turn_closers, AcceptError, Candidate, CloseCause,
-    Event, ForkMode, Generation, Message, RawEvent, SeedOptions, Seq, Session, SessionHeader,
+    ForkMode, Generation, Message, RawEvent, SeedOptions, Seq, Session, SessionHeader,
 };
 
 /// An entry path a log can take into the core.
@@ -632,6 +631,11 @@ pub fn assert_consistent(session: &Session) {
         assert_eq!(line, &event.to_json(), "round trip is byte-identical");
     }
     assert_eq!(restored.surface().nodes(), session.surface().nodes());
+    assert_eq!(
+        restored.inherited_count(),
+        session.inherited_count(),
+        "the inherited count is a fold of the log too"
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -956,31 +960,6 @@ fn run_fork(rows: &[String], source_id: &str, spec: &str) -> String {
         render_messages(&child.derive_messages().to_vec())
     );
     text
-}
-
-/// Every rule id that some data case expects as a rejection.
-pub fn rules_in_data(files: &[&str]) -> BTreeSet<String> {
-    let mut rules = BTreeSet::new();
-    for file in files {
-        for case in cases(file) {
-            for line in case.expected.lines() {
-                if let Some(at) = line.find("reject ") {
-                    let rest = &line[at + "reject ".len()..];
-                    let id: String = rest
-                        .chars()
-                        .take_while(|c| !c.is_whitespace() && *c != ':')
-                        .collect();
-                    rules.insert(id);
-                }
-            }
-        }
-    }
-    rules
-}
-
-/// A shared event list, for tests that need events outside a session.
-pub fn events_of(session: &Session) -> Vec<Arc<Event>> {
-    session.events().to_vec()
 }
 
 /// Generates the `#[test]` functions of one data file: each runs the cases

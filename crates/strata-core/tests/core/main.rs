@@ -19,3 +19,49 @@ mod session;
 mod repair;
 // §11.5 fork.spec: closed-turn and any-prefix forks.
 mod fork;
+// §11.7 derived-cache.spec: the derived-message cache.
+mod derived_cache;
+// Every Rule: coverage of all rejection paths.
+mod rejections;
+// §11.6 properties.spec and the surface algebra, property-tested.
+mod properties;
+
+/// Every data module: its case file and the tests that run its cases.
+const DATA_MODULES: &[(&str, &[&str])] = &[
+    (surface::CASE_FILE, surface::CASE_TESTS),
+    (
+        canonical_envelopes::CASE_FILE,
+        canonical_envelopes::CASE_TESTS,
+    ),
+    (session::CASE_FILE, session::CASE_TESTS),
+    (repair::CASE_FILE, repair::CASE_TESTS),
+    (fork::CASE_FILE, fork::CASE_TESTS),
+];
+
+// STYLE "Rules from data": every case in a data file is run by exactly one
+// named test, and every named test has cases (no orphans either way).
+#[test]
+fn every_data_case_belongs_to_one_test() {
+    for (file, tests) in DATA_MODULES {
+        for name in harness::case_names(file) {
+            let owners: Vec<&&str> = tests
+                .iter()
+                .filter(|test| name == **test || name.starts_with(&format!("{test}/")))
+                .collect();
+            assert_eq!(
+                owners.len(),
+                1,
+                "case {name} in {file}.txt is run by {owners:?}"
+            );
+        }
+        for test in *tests {
+            let names = harness::case_names(file);
+            assert!(
+                names
+                    .iter()
+                    .any(|name| name == test || name.starts_with(&format!("{test}/"))),
+                "test {test} has no case in {file}.txt"
+            );
+        }
+    }
+}

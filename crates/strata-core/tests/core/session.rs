@@ -38,6 +38,8 @@ data_tests! { "session";
     session_05_injected_messages_derive_as_user_content,
     // §11.3 item 6
     session_06_agent_instructions_source_is_kept_exactly,
+    // §11.3 item 8, §9.1 step 5
+    session_08_end_seed_markers_in_a_log,
     // §11.3 item 9
     session_09_seed_shape_errors,
     // §11.3 item 10

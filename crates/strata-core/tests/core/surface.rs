@@ -12,7 +12,7 @@ use strata_core::{
     SurfaceIntent, SurfaceOp,
 };
 
-use crate::harness::{self, header, live, raw_events, rows, Snapshot};
+use crate::harness::{header, live, raw_events, rows, Snapshot};
 
 data_tests! { "surface";
     // §11.1 item 1

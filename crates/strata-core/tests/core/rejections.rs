@@ -1,0 +1,249 @@
+//! Every rejection path: each `Rule` reachable in V3 has a case asserting the
+//! rule id, the seq/index fields and the exact message, on every entry path
+//! the rule applies to.
+//!
+//! Event rules are proved by the data cases of the other modules (each
+//! rendered line names the paths, the rule id, `seq=`/`index=` and the exact
+//! text); this module checks that together they cover `Rule::ALL` on the
+//! right paths, and adds the rules raised outside event paths (headers, seed
+//! counts) and those only older generations raise.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{json, Value};
+use strata_core::{AcceptError, Generation, RawEvent, Rule, SeedOptions, Session, SessionHeader};
+
+use crate::harness::{cases, header, raw_events, rows};
+
+/// Rules only the v0/v1 readers raise (strata reads those generations to
+/// migrate them; V3 never raises these).
+const OLDER_GENERATIONS_ONLY: &[Rule] = &[
+    Rule::EmptySourceOnNonAssistant,
+    Rule::LegacyHeaderDelta,
+    Rule::LegacyFallbackReason,
+];
+
+/// Rules the core declares for its callers but never raises: the vocabulary
+/// check of unknown, non-ignorable types belongs to the store's read path
+/// (session-core §3.2, §5.5).
+const NOT_RAISED_BY_CORE: &[Rule] = &[Rule::UnknownType];
+
+/// Rules raised by header and seed constructors rather than per event; each
+/// has a case in `api_rejections`.
+const API_RULES: &[Rule] = &[
+    Rule::HeaderBadVersion,
+    Rule::HeaderIdMismatch,
+    Rule::HeaderInvalid,
+    Rule::SeedMismatch,
+];
+
+/// The entry paths on which an event rule must be seen rejecting (§5.4, and
+/// strata's V3 append shape checks).
+fn required_paths(rule: Rule) -> &'static [&'static str] {
+    const ALL: &[&str] = &["append", "batch", "seed", "restore", "extend", "fold"];
+    const CHECKED: &[&str] = &["append", "batch", "seed", "restore", "extend"];
+    match rule {
+        // Appends assign seqs; only rows carry one.
+        Rule::SeqNotContiguous => &["seed", "restore", "extend", "fold"],
+        // Rows may be non-objects; appends only carry a time to check.
+        Rule::InvalidEnvelope => &["append", "batch", "seed", "restore", "extend", "fold"],
+        // Only paths that take a JSON snapshot.
+        Rule::NonJson => &["append", "batch", "seed"],
+        Rule::MissingSurfaceOp
+        | Rule::SurfaceOpOnNonSurface
+        | Rule::SourceOnNonSurface
+        | Rule::InvalidSurfaceOp
+        | Rule::ReplaceBadShape
+        | Rule::ReplaceEndpointsNotEarlier
+        | Rule::AssistantCitesSources
+        | Rule::SourceNotArray
+        | Rule::EmptySource
+        | Rule::SourceInvalidSeq
+        | Rule::SourceDuplicate
+        | Rule::SourceNotEarlier
+        | Rule::ReplaceStartNotFound
+        | Rule::ReplaceEndNotFound
+        | Rule::ReplaceEndpointsReversed
+        | Rule::ReplaceUncoveredSource
+        | Rule::ToolResultReplaceMulti
+        | Rule::ToolResultReplaceWrongTarget
+        | Rule::ToolResultReplaceChangesNonContent
+        | Rule::SystemHeadProtected => ALL,
+        // Data (§5.3) and shape (§4.5) rules: every path but the fold.
+        _ => CHECKED,
+    }
+}
+
+/// Rule id → the paths some data case shows rejecting with it.
+fn rules_seen_in_data() -> BTreeMap<String, BTreeSet<String>> {
+    let mut seen: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (file, _) in crate::DATA_MODULES {
+        for case in cases(file) {
+            for line in case.expected.lines() {
+                let Some((paths, outcome)) = line.split_once(": ") else {
+                    continue;
+                };
+                let Some(rest) = outcome.strip_prefix("reject ") else {
+                    continue;
+                };
+                let id: String = rest
+                    .chars()
+                    .take_while(|c| !c.is_whitespace() && *c != ':')
+                    .collect();
+                let entry = seen.entry(id).or_default();
+                for path in paths.split_whitespace() {
+                    entry.insert(path.to_owned());
+                }
+            }
+        }
+    }
+    seen
+}
+
+fn error<T>(result: Result<T, AcceptError>) -> AcceptError {
+    match result {
+        Ok(_) => panic!("expected a rejection"),
+        Err(error) => error,
+    }
+}
+
+/// One case for each rule raised outside the event paths, with its exact text.
+fn api_rejections() -> Vec<AcceptError> {
+    let v3 = |value: Value| SessionHeader::from_value(value, Generation::V3);
+    let cases = vec![
+        (
+            error(v3(
+                json!({"version": 2, "id": "s", "createdAt": 0, "isSeeded": false}),
+            )),
+            Rule::HeaderBadVersion,
+            "session header version must be 3, got 2",
+        ),
+        (
+            error(header("s").check_id("t")),
+            Rule::HeaderIdMismatch,
+            "session header id \"s\" does not match session id \"t\"",
+        ),
+        (
+            error(v3(
+                json!({"version": 3, "id": "s", "createdAt": -1, "isSeeded": false}),
+            )),
+            Rule::HeaderInvalid,
+            "session header createdAt must be a non-negative safe integer",
+        ),
+        (
+            error(Session::create_seeded(
+                header("s"),
+                raw_events(&rows("{\"$\":\"TS\"}")),
+                Some(1),
+                SeedOptions::default(),
+            )),
+            Rule::SeedMismatch,
+            "unseeded session inherited event count must be 0",
+        ),
+    ];
+    cases
+        .into_iter()
+        .map(|(error, rule, message)| {
+            assert_eq!((error.rule, error.message.as_str()), (rule, message));
+            assert_eq!((error.seq, error.index), (None, None), "{message}");
+            error
+        })
+        .collect()
+}
+
+// Rule::ALL coverage: every V3-reachable rule has a case on every path it
+// applies to; the exempt lists are explicit and disjoint from what V3 raises.
+#[test]
+fn rejections_every_v3_rule_has_a_case_on_every_path() {
+    let seen = rules_seen_in_data();
+    let api: BTreeSet<&str> = api_rejections().iter().map(|e| e.rule.id()).collect();
+    let mut missing = Vec::new();
+    for rule in Rule::ALL {
+        if OLDER_GENERATIONS_ONLY.contains(rule) || NOT_RAISED_BY_CORE.contains(rule) {
+            assert!(
+                !seen.contains_key(rule.id()),
+                "{} is listed as not raised in V3, but a V3 case raises it",
+                rule.id()
+            );
+            continue;
+        }
+        if API_RULES.contains(rule) {
+            if !api.contains(rule.id()) {
+                missing.push(format!("{}: no API case", rule.id()));
+            }
+            continue;
+        }
+        let Some(paths) = seen.get(rule.id()) else {
+            missing.push(format!("{}: no data case", rule.id()));
+            continue;
+        };
+        for path in required_paths(*rule) {
+            if !paths.contains(*path) {
+                missing.push(format!("{}: no case on the {path} path", rule.id()));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "uncovered rules:\n{}",
+        missing.join("\n")
+    );
+    // Every id the data shows is a real rule id.
+    let ids: BTreeSet<&str> = Rule::ALL.iter().map(|rule| rule.id()).collect();
+    for id in seen.keys() {
+        assert!(ids.contains(id.as_str()), "unknown rule id {id} in data");
+    }
+}
+
+// Header and seed-count rules: rule, location fields and exact text.
+#[test]
+fn rejections_header_and_seed_rules() {
+    assert_eq!(api_rejections().len(), API_RULES.len());
+}
+
+fn v0_restore(rows: &[Value]) -> AcceptError {
+    let header = SessionHeader::from_value(
+        json!({"version": 0, "id": "old", "createdAt": 0}),
+        Generation::V0,
+    )
+    .unwrap();
+    let raws = rows.iter().cloned().map(RawEvent::from_value);
+    error(Session::restore(header, raws, SeedOptions::default()))
+}
+
+// The older-generation rules still fire when reading v0 logs (docs/v0-rules.md),
+// and only there.
+#[test]
+fn rejections_older_generation_rules_fire_in_v0() {
+    let user = json!({"type": "user/message", "seq": 0, "time": 0,
+        "data": {"content": [], "source": {"kind": "user"}, "role": "user", "id": "m0"},
+        "surfaceOp": "append", "sourceEventSeqs": []});
+    let empty = v0_restore(&[user]);
+    assert_eq!(
+        (empty.rule, empty.seq, empty.index, empty.message.as_str()),
+        (
+            Rule::EmptySourceOnNonAssistant,
+            Some(0),
+            Some(0),
+            "invalid seed event at index 0: sourceEventSeqs must not be empty except on assistant/message"
+        )
+    );
+    let delta =
+        v0_restore(&[json!({"type": "request/header-delta", "seq": 0, "time": 0, "data": {}})]);
+    assert_eq!(
+        (delta.rule, delta.message.as_str()),
+        (
+            Rule::LegacyHeaderDelta,
+            "seed request/header-delta at index 0 uses unsupported legacy request/header-delta format"
+        )
+    );
+    let fallback = v0_restore(&[json!({"type": "request/header", "seq": 0, "time": 0,
+        "data": {"header": {"config": {"provider": "p", "model": "m"}}, "reason": "fallback"}})]);
+    assert_eq!(
+        (fallback.rule, fallback.message.as_str()),
+        (
+            Rule::LegacyFallbackReason,
+            "seed request/header at index 0 uses unsupported legacy request/header reason \"fallback\""
+        )
+    );
+}
