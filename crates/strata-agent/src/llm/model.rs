@@ -26,3 +26,17 @@ pub trait ChatModel: Send + Sync {
     /// before returning; the call itself does no I/O.
     fn stream(&self, request: &ChatRequest) -> EventStream;
 }
+
+/// Shared models (the loop and a summarizer holding one client) are models too.
+impl<M: ChatModel + ?Sized> ChatModel for std::sync::Arc<M> {
+    fn stream(&self, request: &ChatRequest) -> EventStream {
+        (**self).stream(request)
+    }
+}
+
+/// Boxed models (`Box<dyn ChatModel>`, chosen at run time) are models too.
+impl<M: ChatModel + ?Sized> ChatModel for Box<M> {
+    fn stream(&self, request: &ChatRequest) -> EventStream {
+        (**self).stream(request)
+    }
+}

@@ -135,7 +135,7 @@ pub type AttemptStream<'a> =
 pub fn stream_with_retries<'a>(
     model: &'a dyn ChatModel,
     request: &'a ChatRequest,
-    policy: &'a RetryPolicy,
+    policy: RetryPolicy,
     cancel: CancellationToken,
 ) -> AttemptStream<'a> {
     let state = Retrying {
@@ -158,7 +158,7 @@ pub fn stream_with_retries<'a>(
 struct Retrying<'a> {
     model: &'a dyn ChatModel,
     request: &'a ChatRequest,
-    policy: &'a RetryPolicy,
+    policy: RetryPolicy,
     cancel: CancellationToken,
     /// Number of the current (or last) attempt; 0 before the first.
     attempt: u32,

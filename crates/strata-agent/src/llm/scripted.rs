@@ -22,6 +22,10 @@
 //! `SERVER_ERROR`, `AUTH`, `BAD_REQUEST`, `CONTEXT_WINDOW_EXCEEDED`), `retry_after_ms`,
 //! `request_id`, `after_ms` (for the timeouts) and `delay_ms`.
 //!
+//! Delays sleep on Tokio's timer, so a script with delays needs a Tokio runtime with time
+//! enabled; a test can pause that clock (`#[tokio::test(start_paused = true)]`) to replay long
+//! delays instantly and exactly. Scripts without delays replay on any executor.
+//!
 //! A response must end with a `finish` event or have an `error`, and `finish` may only come
 //! last, so every replayed stream keeps the [`EventStream`] contract. Unknown keys, and keys
 //! that do not belong to an event's type, are rejected so typos fail loudly.

@@ -227,3 +227,32 @@ async fn http_chat_model_stop_without_content_is_empty_response() {
         })
     );
 }
+
+#[tokio::test]
+async fn http_chat_model_full_accept_queue_is_a_connect_timeout() {
+    // A listener that never accepts, with its accept queue filled: the kernel then drops new
+    // SYNs, so the client's connect hangs until its own timeout.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = socket.listen(1).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut fillers = Vec::new();
+    for _ in 0..8 {
+        let connect = tokio::net::TcpStream::connect(addr);
+        match tokio::time::timeout(Duration::from_millis(50), connect).await {
+            Ok(Ok(stream)) => fillers.push(stream),
+            _ => break,
+        }
+    }
+    let mut config = strata_agent::llm::LlmConfig::new(format!("http://{addr}"), "m");
+    config.connect_timeout = Duration::from_millis(150);
+    let model = HttpChatModel::new(config).unwrap();
+    let started = Instant::now();
+    let events: Vec<_> = model.stream(&request()).collect().await;
+    assert_eq!(
+        events,
+        vec![Err(LlmError::TimeoutConnect { after_ms: 150 })]
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+    drop(listener);
+}

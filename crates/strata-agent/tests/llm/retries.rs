@@ -21,7 +21,7 @@ async fn run(
     let policy = model.config().retry_policy();
     let request = request();
     let mut items = Vec::new();
-    let mut call = stream_with_retries(&model, &request, &policy, cancel);
+    let mut call = stream_with_retries(&model, &request, policy, cancel);
     while let Some(item) = call.next().await {
         match item {
             Ok(item) => items.push(item),
@@ -198,7 +198,7 @@ async fn stream_with_retries_cancel_mid_stream_keeps_delivered_events() {
     let policy = model.config().retry_policy();
     let request = request();
     let cancel = CancellationToken::new();
-    let mut call = stream_with_retries(&model, &request, &policy, cancel.clone());
+    let mut call = stream_with_retries(&model, &request, policy, cancel.clone());
     let first = call.next().await.unwrap().unwrap();
     assert_eq!(
         first,

@@ -40,7 +40,7 @@ async fn scripted_model_replays_script_and_records_requests() {
     let model = ScriptedModel::from_json_str(SCRIPT).unwrap();
     let policy = RetryPolicy::default();
     let first = first_request();
-    let items: Vec<_> = stream_with_retries(&model, &first, &policy, CancellationToken::new())
+    let items: Vec<_> = stream_with_retries(&model, &first, policy, CancellationToken::new())
         .collect()
         .await;
     let items: Vec<AttemptItem> = items.into_iter().map(Result::unwrap).collect();
@@ -130,7 +130,7 @@ async fn scripted_model_mid_stream_error_is_not_retried() {
     .unwrap();
     let policy = RetryPolicy::default();
     let request = first_request();
-    let items: Vec<_> = stream_with_retries(&model, &request, &policy, CancellationToken::new())
+    let items: Vec<_> = stream_with_retries(&model, &request, policy, CancellationToken::new())
         .collect()
         .await;
     assert_eq!(items.len(), 2);

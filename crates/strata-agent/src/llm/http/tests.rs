@@ -60,3 +60,12 @@ fn new_rejects_bad_base_url_and_key() {
         ConfigError::InvalidApiKey
     );
 }
+
+#[test]
+fn debug_never_prints_the_key() {
+    let mut config = LlmConfig::new("https://api.deepseek.com", "m");
+    config.api_key = Some("sk-very-secret".into());
+    let model = HttpChatModel::new(config).unwrap();
+    let printed = format!("{model:?}");
+    assert!(!printed.contains("sk-very-secret"), "{printed}");
+}
