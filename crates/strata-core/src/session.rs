@@ -47,13 +47,19 @@ pub struct Session {
     inherited_count: u64,
     /// The constructor seed's length: events before it came from history.
     first_live_seq: u64,
-    batch: Option<BatchUndo>,
+    /// Open batches, innermost last (batches nest: `append_batch` inside a
+    /// store's `begin_batch` rolls back to its own mark only).
+    batches: Vec<BatchFrame>,
+    /// Surface undo records of every commit since the outermost open batch
+    /// began. Invariant: empty when `batches` is.
+    undo: Vec<SurfaceUndo>,
 }
 
-/// What undoing an open batch needs.
-struct BatchUndo {
+/// What rolling one open batch back needs.
+struct BatchFrame {
     log_len: usize,
-    surface: Vec<SurfaceUndo>,
+    /// `undo.len()` when the batch began.
+    undo_len: usize,
     request_header: Option<Arc<Value>>,
     request_context: Option<Arc<Value>>,
 }
@@ -282,7 +288,8 @@ impl Session {
             request_context: None,
             inherited_count: 0,
             first_live_seq: 0,
-            batch: None,
+            batches: Vec::new(),
+            undo: Vec::new(),
         }
     }
 
@@ -458,35 +465,56 @@ impl Session {
     }
 
     /// Starts recording undo information; commits after this can be rolled back.
+    ///
+    /// Batches nest: a batch begun while another is open ends or rolls back
+    /// on its own, and the outer batch can still roll back everything since
+    /// its own mark. End or roll back marks innermost first; ending or rolling
+    /// back an outer mark also closes the batches opened inside it.
     pub fn begin_batch(&mut self) -> BatchMark {
-        self.batch = Some(BatchUndo {
+        self.batches.push(BatchFrame {
             log_len: self.events.len(),
-            surface: Vec::new(),
+            undo_len: self.undo.len(),
             request_header: self.request_header.clone(),
             request_context: self.request_context.clone(),
         });
         BatchMark {
             log_len: self.events.len(),
+            depth: self.batches.len(),
         }
     }
 
-    /// Keeps everything committed since `begin_batch`.
-    pub fn end_batch(&mut self, _mark: BatchMark) {
-        self.batch = None;
+    /// Keeps everything committed since `begin_batch` (an enclosing batch may
+    /// still roll it back).
+    pub fn end_batch(&mut self, mark: BatchMark) {
+        if (1..=self.batches.len()).contains(&mark.depth) {
+            self.batches.truncate(mark.depth - 1);
+        }
+        if self.batches.is_empty() {
+            self.undo.clear();
+        }
     }
 
     /// Undoes every commit since `begin_batch` (e.g. the store failed to write them).
     pub fn rollback(&mut self, mark: BatchMark) {
-        let Some(batch) = self.batch.take() else {
+        if !(1..=self.batches.len()).contains(&mark.depth) {
+            return;
+        }
+        let inner = self.batches.split_off(mark.depth - 1);
+        let Some(frame) = inner.into_iter().next() else {
             return;
         };
-        debug_assert_eq!(batch.log_len, mark.log_len);
-        for undo in batch.surface.into_iter().rev() {
-            self.surface.undo(undo);
+        debug_assert_eq!(frame.log_len, mark.log_len);
+        while self.undo.len() > frame.undo_len {
+            if let Some(undo) = self.undo.pop() {
+                self.surface.undo(undo);
+            }
         }
-        self.events.truncate(batch.log_len);
-        self.request_header = batch.request_header;
-        self.request_context = batch.request_context;
+        self.events.truncate(frame.log_len);
+        self.request_header = frame.request_header;
+        self.request_context = frame.request_context;
+        if self.batches.is_empty() {
+            self.undo.clear();
+        }
         self.epoch += 1;
     }
 
@@ -496,8 +524,8 @@ impl Session {
         if matches!(plan, SurfacePlan::Replace { .. }) {
             self.epoch += 1;
         }
-        if let Some(batch) = &mut self.batch {
-            batch.surface.push(undo);
+        if !self.batches.is_empty() {
+            self.undo.push(undo);
         }
         match event.event_type {
             EventType::RequestHeader => {
@@ -634,6 +662,8 @@ impl Session {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BatchMark {
     log_len: usize,
+    /// Invariant: the batch's 1-based position in the stack of open batches.
+    depth: usize,
 }
 
 impl EventLookup for Session {

@@ -803,3 +803,43 @@ fn properties_generator_covers_every_shape() {
         );
     }
 }
+
+// §8 / §9.3: at any cut of a valid log, crash repair and an any-prefix fork
+// give valid, closed, consistent logs: the closers restore, a second repair
+// adds nothing, a child inherits the exact prefix, and a closed-turn fork
+// either refuses with OPEN_TURN or agrees with the any-prefix child.
+#[test]
+fn properties_repair_and_fork_at_any_cut_are_valid() {
+    use strata_core::{fork_session, open_turn_closers, CloseCause, ForkErrorCode, ForkMode};
+    proptest!(config(48), |(script in script(30), cut in any::<usize>())| {
+        let model = Model::build(&script);
+        let cut = cut % model.rows.len();
+        let prefix = &model.rows[..=cut];
+        for cause in [CloseCause::Interrupted, CloseCause::Forked] {
+            let repaired = Session::restore_repaired(header("r"), raws(prefix), cause, SeedOptions::default()).unwrap();
+            assert_consistent(&repaired);
+            prop_assert!(open_turn_closers(repaired.events(), cause).is_empty());
+            let again = Session::restore_repaired(header("r"), repaired.to_raw_events(), cause, SeedOptions::default()).unwrap();
+            prop_assert_eq!(again.len(), repaired.len());
+        }
+        let parent = appended(&model.rows);
+        let any = fork_session(&parent, "child", Some(cut as u64), ForkMode::AnyPrefix, 0).unwrap();
+        assert_consistent(&any);
+        prop_assert_eq!(any.inherited_count(), cut as u64 + 1);
+        for (a, b) in parent.events()[..=cut].iter().zip(any.events()) {
+            prop_assert_eq!(a.to_json(), b.to_json());
+        }
+        prop_assert!(open_turn_closers(any.events(), CloseCause::Forked).is_empty());
+        match fork_session(&parent, "child", Some(cut as u64), ForkMode::ClosedTurn, 0) {
+            Ok(closed) => {
+                assert_consistent(&closed);
+                prop_assert_eq!(closed.len(), cut + 2, "prefix and marker only");
+                prop_assert_eq!(derived(&closed), derived(&any));
+            }
+            Err(error) => {
+                prop_assert_eq!(error.code, ForkErrorCode::OpenTurn);
+                prop_assert!(any.len() > cut + 2, "an open turn gets closers");
+            }
+        }
+    });
+}

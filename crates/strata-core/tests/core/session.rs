@@ -614,3 +614,51 @@ fn session_9_1_fresh_child_always_gets_a_tagged_marker() {
     assert_eq!(child.inherited_count(), 3);
     assert_eq!(child.first_live_seq(), 3);
 }
+
+// §6.3 / Session docs: a rejected or rolled-back batch leaves everything
+// unchanged — also when the batch contains nested batches (`append_batch`,
+// `close_open_turn`, `extend_restored` inside a store's `begin_batch`).
+#[test]
+fn session_nested_batches_roll_back_to_their_mark() {
+    let log = rows(
+        r#"
+{"$":"H"}
+{"$":"TS"}
+{"$":"SS"}
+{"$":"U"}
+{"$":"A","$calls":["c1"]}
+"#,
+    );
+    let mut session = live("s", &log);
+    let before = Snapshot::of(&session);
+    let outer = session.begin_batch();
+    let header_change = Candidate::log_only(payload::RequestHeader {
+        header: json!({"config": {"provider": "p", "model": "m2"}}),
+        reason: payload::HeaderReason::Change,
+        starts_series: false,
+    });
+    session.append(header_change, 9).unwrap();
+    let closers = session
+        .close_open_turn(strata_core::CloseCause::Interrupted)
+        .unwrap();
+    assert_eq!(closers.len(), 3);
+    // An inner batch that fails rolls back only itself.
+    let inner = session.append_batch(
+        [
+            user("m9", "x"),
+            Candidate::dynamic("user/message", json!({}), None, None),
+        ],
+        9,
+    );
+    assert!(inner.is_err());
+    assert_eq!(session.len(), log.len() + 4);
+    session.rollback(outer);
+    assert_eq!(Snapshot::of(&session), before);
+    assert_eq!(
+        session.derive_messages().to_vec(),
+        scratch_messages(&session)
+    );
+    // And the session keeps working.
+    session.append(user("m10", "again"), 10).unwrap();
+    assert_eq!(session.len(), log.len() + 1);
+}
