@@ -89,7 +89,8 @@ async fn http_chat_model_idle_stall_times_out_fast() {
 #[tokio::test]
 async fn http_chat_model_keep_alives_hold_off_the_idle_timeout() {
     let keep_alive = || Part::Bytes(": keep-alive\n\n".into());
-    let pause = || Part::Pause(Duration::from_millis(60));
+    // Each gap (100 ms) is well under the idle timeout, the silence as a whole is not.
+    let pause = || Part::Pause(Duration::from_millis(100));
     let reply = Reply::sse(vec![
         role(),
         pause(),
@@ -98,6 +99,7 @@ async fn http_chat_model_keep_alives_hold_off_the_idle_timeout() {
         keep_alive(),
         pause(),
         keep_alive(),
+        pause(),
         delta(r#"{"content":"late"}"#),
         finish("stop"),
         usage(),
@@ -105,7 +107,7 @@ async fn http_chat_model_keep_alives_hold_off_the_idle_timeout() {
     ]);
     let server = TestServer::start(vec![reply]).await;
     let events = collect(&server, |config| {
-        config.idle_timeout = Duration::from_millis(150)
+        config.idle_timeout = Duration::from_millis(300)
     })
     .await;
     assert_eq!(events[0], text("late"));
