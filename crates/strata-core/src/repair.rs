@@ -69,8 +69,23 @@ impl Closers {
 
 struct PendingCall {
     call_id: String,
-    step: Value,
+    /// The registering assistant message's `step` (`None`: the field was missing).
+    step: Option<Value>,
     call_seq: Option<Seq>,
+}
+
+/// An open bracket's number as the log held it: `None` when the field was
+/// missing (the closer omits it too, as `JSON.stringify` drops `undefined`).
+type Position = Option<Value>;
+
+/// Reads a bracket number the way upstream does: `null` means "none open",
+/// a missing field still opens the bracket (docs/v0-rules.md, crash repair).
+fn open_position(data: &Value, key: &str) -> Option<Position> {
+    match data.get(key) {
+        Some(Value::Null) => None,
+        Some(value) => Some(Some(value.clone())),
+        None => Some(None),
+    }
 }
 
 /// `interruptedTurnClosers`: closers for a turn left open by a crash.
@@ -80,14 +95,14 @@ pub fn interrupted_turn_closers(events: &[Arc<Event>]) -> Closers {
 
 /// `openTurnClosers(events, cause)`: closers for the open turn at the end of `events`.
 pub fn open_turn_closers(events: &[Arc<Event>], cause: CloseCause) -> Closers {
-    let mut open_turn: Option<Value> = None;
-    let mut open_step: Option<Value> = None;
+    let mut open_turn: Option<Position> = None;
+    let mut open_step: Option<Position> = None;
     let mut pending: Vec<PendingCall> = Vec::new();
     for event in events {
         let data = &event.data;
         match event.event_type {
             EventType::TurnStart => {
-                open_turn = Some(data.get("turn").cloned().unwrap_or(Value::Null));
+                open_turn = open_position(data, "turn");
                 open_step = None;
                 pending.clear();
             }
@@ -97,14 +112,14 @@ pub fn open_turn_closers(events: &[Arc<Event>], cause: CloseCause) -> Closers {
                 pending.clear();
             }
             EventType::StepStart => {
-                open_step = Some(data.get("step").cloned().unwrap_or(Value::Null));
+                open_step = open_position(data, "step");
             }
             EventType::StepEnd => {
                 pending.clear();
                 open_step = None;
             }
             EventType::AssistantMessage => {
-                let step = data.get("step").cloned().unwrap_or(Value::Null);
+                let step = data.get("step").cloned();
                 let blocks = data
                     .get("message")
                     .and_then(|message| message.get("content"))
@@ -213,33 +228,42 @@ pub fn open_turn_closers(events: &[Arc<Event>], cause: CloseCause) -> Closers {
             None => SurfaceIntent::append(),
         };
         let mut candidate = Candidate::surface(payload, intent);
-        set_position(&mut candidate, &turn, &call.step);
+        set_position(&mut candidate, &turn, Some(&call.step));
         closers.candidates.push(candidate);
     }
     if let Some(step) = open_step {
         let mut candidate = Candidate::log_only(crate::payload::StepEnd { turn: 0, step: 0 });
-        set_position(&mut candidate, &turn, &step);
+        set_position(&mut candidate, &turn, Some(&step));
         closers.candidates.push(candidate);
     }
     let mut turn_end = Candidate::log_only(crate::payload::TurnEnd {
         turn: 0,
         reason: object(vec![("kind", cause.as_str().into())]),
     });
-    set_position(&mut turn_end, &turn, &Value::Null);
+    set_position(&mut turn_end, &turn, None);
     closers.candidates.push(turn_end);
     closers
 }
 
-/// Copies the open turn/step values verbatim (they may be any JSON a log held).
-fn set_position(candidate: &mut Candidate, turn: &Value, step: &Value) {
-    if let Value::Object(map) = &mut candidate.data {
-        if let Some(slot) = map.get_mut("turn") {
-            *slot = turn.clone();
-        }
-        if !step.is_null() {
-            if let Some(slot) = map.get_mut("step") {
-                *slot = step.clone();
+/// Copies the open turn (and, when given, step) verbatim into a closer's
+/// payload — they may be any JSON a log held — or drops the field when the
+/// log had none, so a closer never carries a value the log did not.
+fn set_position(candidate: &mut Candidate, turn: &Position, step: Option<&Position>) {
+    let Value::Object(map) = &mut candidate.data else {
+        return;
+    };
+    let fields = [("turn", Some(turn)), ("step", step)];
+    for (key, position) in fields {
+        match position {
+            Some(Some(value)) => {
+                if let Some(slot) = map.get_mut(key) {
+                    *slot = value.clone();
+                }
             }
+            Some(None) => {
+                map.shift_remove(key);
+            }
+            None => {}
         }
     }
 }

@@ -33,6 +33,8 @@ data_tests! { "repair";
     repair_11_tool_call_without_announcement_is_ignored,
     // §11.4 items 12–13
     repair_12_exact_texts_for_each_cause,
+    // §8, docs/v0-rules.md "Crash repair"
+    repair_13_malformed_brackets,
 }
 
 // §8 / persistence §1.1 step 3: a resumed crashed log gets its closers, then
