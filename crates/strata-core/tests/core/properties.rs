@@ -843,3 +843,103 @@ fn properties_repair_and_fork_at_any_cut_are_valid() {
         }
     });
 }
+
+/// Mutates the log's own next row so it must be refused; `None` when the
+/// mutation does not apply to that row. Returns the row and the rules it may
+/// be refused with.
+fn mutate_row(row: &Value, next: u64, kind: usize) -> Option<(Value, Vec<Rule>)> {
+    let mut row = row.clone();
+    let event_type = row["type"].as_str()?.to_owned();
+    let surface = [
+        "user/message",
+        "assistant/message",
+        "tool/result",
+        "system/message",
+    ]
+    .contains(&event_type.as_str());
+    let map = row.as_object_mut()?;
+    if map.contains_key("ignorable") {
+        return None;
+    }
+    let op = map.get("surfaceOp").cloned();
+    let replace = op.as_ref().and_then(|op| op.get("op")).is_some();
+    match kind % 5 {
+        // Drop the marker of a surface event.
+        0 if surface => {
+            map.shift_remove("surfaceOp");
+            Some((row, vec![Rule::MissingSurfaceOp]))
+        }
+        // Give a log-only event a marker, or turn a surface event's type into a log-only one.
+        1 => {
+            if surface {
+                map.insert("type".into(), json!("turn/start"));
+            } else {
+                map.insert("surfaceOp".into(), json!("append"));
+            }
+            Some((row, vec![Rule::SurfaceOpOnNonSurface]))
+        }
+        // Break coverage: drop the first cited shadowed endpoint.
+        2 if replace => {
+            let start = op.as_ref()?.get("startSeq")?.clone();
+            let sources: Vec<Value> = map
+                .get("sourceEventSeqs")?
+                .as_array()?
+                .iter()
+                .filter(|s| **s != start)
+                .cloned()
+                .collect();
+            map.insert("sourceEventSeqs".into(), json!(sources));
+            Some((row, vec![Rule::ReplaceUncoveredSource, Rule::EmptySource]))
+        }
+        // Swap the endpoints of a multi-node replace.
+        3 if replace && op.as_ref()?["startSeq"] != op.as_ref()?["endSeq"] => {
+            let op = op?;
+            map.insert(
+                "surfaceOp".into(),
+                json!({"op": "replace", "startSeq": op["endSeq"], "endSeq": op["startSeq"]}),
+            );
+            Some((row, vec![Rule::ReplaceEndpointsReversed]))
+        }
+        // Cite the candidate itself.
+        4 if surface => {
+            let mut sources = map
+                .get("sourceEventSeqs")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            sources.push(json!(next));
+            map.insert("sourceEventSeqs".into(), json!(sources));
+            let rule = if event_type == "assistant/message" {
+                Rule::AssistantCitesSources
+            } else {
+                Rule::SourceNotEarlier
+            };
+            Some((row, vec![rule]))
+        }
+        _ => None,
+    }
+}
+
+// §1.5 / §6.3 (brief property c, second form): the log's own next candidate,
+// mutated (marker dropped or added, type changed, coverage broken, endpoints
+// swapped, itself cited), is refused and changes nothing; the original
+// candidate is then accepted.
+#[test]
+fn properties_mutated_next_candidate_is_refused_and_changes_nothing() {
+    proptest!(config(96), |(script in script(30), cut in any::<usize>(), kind in 0usize..5)| {
+        let model = Model::build(&script);
+        let cut = cut % model.rows.len();
+        let Some((bad, rules)) = mutate_row(&model.rows[cut], cut as u64, kind) else {
+            return Ok(());
+        };
+        let mut session = appended(&model.rows[..cut]);
+        let _ = session.derive_messages();
+        let before = Snapshot::of(&session);
+        let (bad, time) = candidate(&bad, cut).unwrap();
+        let error = session.append(bad, time).unwrap_err();
+        prop_assert!(rules.contains(&error.rule), "{:?}: {}", error.rule, error.message);
+        prop_assert_eq!(Snapshot::of(&session), before);
+        let (good, time) = candidate(&model.rows[cut], cut).unwrap();
+        session.append(good, time).unwrap();
+    });
+}
