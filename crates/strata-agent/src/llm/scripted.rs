@@ -284,8 +284,10 @@ enum EventKindWire {
     Finish,
 }
 
-/// One event, flat: serde's internally tagged enums buffer their input, which breaks numbers
-/// under the workspace's `arbitrary_precision` feature, so the tag is checked by hand.
+/// One event, flat, with the tag checked by hand: serde's internally tagged enums buffer their
+/// input, and under the workspace's `arbitrary_precision` feature a buffered float no longer
+/// deserializes ("invalid type: map, expected f64"). Checking by hand also lets the error say
+/// which field does not belong to which event type.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct EventWire {
