@@ -160,3 +160,16 @@ fn canonical_envelopes_24_typed_candidates_carry_only_valid_metadata() {
         r#"{"type":"turn/start","seq":2,"time":2,"data":{"turn":1}}"#
     );
 }
+
+// §11.2 item 15: every invalid case is refused by append and by the seeded
+// constructor without creating or changing anything. The harness asserts
+// this on each rejection (append and batch: the session equals its snapshot
+// from before the call; extend: likewise; seed and restore: no session);
+// this test re-runs every case of the file under those assertions.
+#[test]
+fn canonical_envelopes_15_every_rejection_changes_nothing() {
+    for case in crate::harness::cases(CASE_FILE) {
+        let outcome = crate::harness::run_case(&case);
+        assert_eq!(outcome, case.expected, "case {}", case.name);
+    }
+}
