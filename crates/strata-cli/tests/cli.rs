@@ -1,0 +1,154 @@
+//! End-to-end tests of the `strata` binary: exit codes, text and `--json` shapes.
+
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn sample() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/sample.v3.jsonl")
+}
+
+fn strata() -> Command {
+    Command::cargo_bin("strata").expect("the strata binary is built")
+}
+
+/// A copy of the sample with line `line` (1-based) rewritten by `edit`.
+fn mutated(line: usize, edit: impl Fn(&str) -> String) -> tempfile::NamedTempFile {
+    let text = std::fs::read_to_string(sample()).expect("sample");
+    let out: Vec<String> = text
+        .lines()
+        .enumerate()
+        .map(|(index, l)| if index + 1 == line { edit(l) } else { l.to_owned() })
+        .collect();
+    let file = tempfile::NamedTempFile::new().expect("temp file");
+    std::fs::write(file.path(), out.join("\n") + "\n").expect("write");
+    file
+}
+
+mod validate {
+    use super::*;
+
+    #[test]
+    fn accepted_log_exits_zero_with_a_summary() {
+        strata()
+            .args(["validate"])
+            .arg(sample())
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("ok (130 events, 6 surface nodes, 3 replacements)"));
+    }
+
+    #[test]
+    fn rejected_log_exits_one_naming_seq_rule_and_message() {
+        let bad = mutated(50, |l| l.replace("\"surfaceOp\":\"append\"", "\"surfaceOp\":\"apend\""));
+        strata()
+            .arg("validate")
+            .arg(bad.path())
+            .assert()
+            .code(1)
+            .stdout(predicate::str::contains(
+                ": seq 48: invalid-surfaceop: invalid seed event at index 48: session event \"assistant/message\" carries an invalid surfaceOp",
+            ));
+    }
+
+    #[test]
+    fn json_rejection_has_rule_seq_index_message() {
+        let bad = mutated(50, |l| l.replace("\"surfaceOp\":\"append\"", "\"surfaceOp\":\"apend\""));
+        let output = strata().args(["validate", "--json"]).arg(bad.path()).output().expect("run");
+        assert_eq!(output.status.code(), Some(1));
+        let value: Value = serde_json::from_slice(&output.stdout).expect("json");
+        assert_eq!(value["ok"], false);
+        assert_eq!(value["error"]["rule"], "invalid-surfaceop");
+        assert_eq!(value["error"]["seq"], 48);
+        assert_eq!(value["error"]["index"], 48);
+        assert_eq!(value["error"]["line"], 50);
+    }
+
+    #[test]
+    fn many_files_report_each_and_fail_if_any_fails() {
+        let bad = mutated(3, |_| "{not json".to_owned());
+        strata()
+            .arg("validate")
+            .arg(bad.path())
+            .arg(sample())
+            .assert()
+            .code(1)
+            .stdout(predicate::str::contains("invalid-json"))
+            .stdout(predicate::str::contains("sample.v3.jsonl: ok"));
+    }
+
+    #[test]
+    fn unreadable_file_exits_two() {
+        strata()
+            .args(["validate", "/nonexistent/strata/log.jsonl"])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("cannot open"));
+    }
+
+    #[test]
+    fn usage_error_exits_two() {
+        strata().args(["validate"]).assert().code(2);
+    }
+}
+
+mod surface {
+    use super::*;
+
+    #[test]
+    fn json_lists_nodes_and_replacements_with_shadowed_seqs() {
+        let output = strata().args(["surface", "--json"]).arg(sample()).output().expect("run");
+        assert!(output.status.success());
+        let value: Value = serde_json::from_slice(&output.stdout).expect("json");
+        let nodes: Vec<u64> = value["nodes"]
+            .as_array()
+            .expect("nodes")
+            .iter()
+            .map(|n| n.as_u64().expect("seq"))
+            .collect();
+        assert_eq!(nodes, [2, 118, 121, 122, 124, 127]);
+        let replacements = value["replacements"].as_array().expect("replacements");
+        assert_eq!(replacements.len(), 3);
+        assert_eq!(replacements[1]["seq"], 88);
+        assert_eq!(replacements[1]["startSeq"], 72);
+        assert_eq!(replacements[1]["endSeq"], 72);
+        assert_eq!(replacements[1]["shadowed"], serde_json::json!([72]));
+    }
+
+    #[test]
+    fn text_view_shows_each_node() {
+        strata()
+            .arg("surface")
+            .arg(sample())
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("6 surface nodes, 3 replacements"))
+            .stdout(predicate::str::contains("replace @88: 72..72 shadowed [72]"));
+    }
+}
+
+mod messages {
+    use super::*;
+
+    #[test]
+    fn json_is_the_array_of_projected_messages() {
+        let output = strata().args(["messages", "--json"]).arg(sample()).output().expect("run");
+        assert!(output.status.success());
+        let value: Value = serde_json::from_slice(&output.stdout).expect("json");
+        let messages = value.as_array().expect("array");
+        assert_eq!(messages.len(), 6);
+        assert_eq!(messages[0]["role"], "system");
+        assert_eq!(messages[1]["source"]["plugin"], "compact");
+        // Projection is verbatim: the user message is the event's data, key order kept.
+        let text = String::from_utf8(output.stdout).expect("utf8");
+        assert!(text.contains(r#"{"content":[{"type":"text","text":"This is an automatically generated checkpoint."#));
+    }
+
+    #[test]
+    fn rejected_log_exits_one() {
+        let bad = mutated(50, |l| l.replace("\"surfaceOp\":\"append\"", "\"surfaceOp\":\"apend\""));
+        strata().arg("messages").arg(bad.path()).assert().code(1);
+    }
+}
