@@ -72,7 +72,10 @@ fn validate(files: &[std::path::PathBuf], format: Format) -> anyhow::Result<Stat
 }
 
 /// Loads one file for a viewing command; a rejected log is reported and yields `None`.
-fn load_for_view(file: &std::path::Path, format: Format) -> anyhow::Result<Option<crate::input::Loaded>> {
+fn load_for_view(
+    file: &std::path::Path,
+    format: Format,
+) -> anyhow::Result<Option<crate::input::Loaded>> {
     match load(file) {
         Ok(loaded) => Ok(Some(loaded)),
         Err(LoadError::Invalid(rejection)) => {
@@ -105,15 +108,27 @@ fn surface(file: &std::path::Path, format: Format) -> anyhow::Result<Status> {
         loaded.n_stored
     ))?;
     for seq in &fold.nodes {
-        let event = loaded.session.event(*seq).context("surface node outside the log")?;
+        let event = loaded
+            .session
+            .event(*seq)
+            .context("surface node outside the log")?;
         let shown = match loaded.session.project(*seq) {
             Some(message) => output::message_preview(&message, 72),
             None => "(no message: empty content)".to_owned(),
         };
-        output::line(&format!("{:>8}  {:<18} {}", seq.get(), event.event_type().as_str(), shown))?;
+        output::line(&format!(
+            "{:>8}  {:<18} {}",
+            seq.get(),
+            event.event_type().as_str(),
+            shown
+        ))?;
     }
     for replacement in &fold.replacements {
-        let shadowed: Vec<String> = replacement.shadowed.iter().map(|s| s.get().to_string()).collect();
+        let shadowed: Vec<String> = replacement
+            .shadowed
+            .iter()
+            .map(|s| s.get().to_string())
+            .collect();
         output::line(&format!(
             "replace @{}: {}..{} shadowed [{}]",
             replacement.seq.get(),

@@ -48,14 +48,15 @@ pub struct Rejection {
 
 /// Reads and restores one JSONL log.
 pub fn load(path: &Path) -> Result<Loaded, LoadError> {
-    let file = File::open(path)
-        .map_err(|error| LoadError::Io(anyhow::anyhow!("cannot open {}: {error}", path.display())))?;
+    let file = File::open(path).map_err(|error| {
+        LoadError::Io(anyhow::anyhow!("cannot open {}: {error}", path.display()))
+    })?;
     let options = ReaderOptions {
         file: Some(path.to_path_buf()),
         ..ReaderOptions::default()
     };
-    let reader =
-        JsonlReader::new(BufReader::new(file), options).map_err(|error| codec_failure(path, error))?;
+    let reader = JsonlReader::new(BufReader::new(file), options)
+        .map_err(|error| codec_failure(path, error))?;
     let header = reader.header().clone();
     let mut rows = Vec::new();
     let mut lines = Vec::new();

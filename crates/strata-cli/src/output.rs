@@ -73,7 +73,12 @@ pub fn message_preview(message: &Message, width: usize) -> String {
     if text.chars().count() > width {
         preview.push('…');
     }
-    format!("{:<9} {:<28} {}", message.role(), message.id(), preview.replace('\n', "⏎"))
+    format!(
+        "{:<9} {:<28} {}",
+        message.role(),
+        message.id(),
+        preview.replace('\n', "⏎")
+    )
 }
 
 /// The human-readable text of a message: text blocks, tool calls and tool results.
@@ -87,7 +92,13 @@ pub fn message_text(message: &Message) -> String {
 
 fn describe_block(block: &Value, parts: &mut Vec<String>) {
     match block.get("type").and_then(Value::as_str) {
-        Some("text") => parts.push(block.get("text").and_then(Value::as_str).unwrap_or("").to_owned()),
+        Some("text") => parts.push(
+            block
+                .get("text")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
+        ),
         Some("reasoning") => parts.push(format!(
             "[reasoning: {}]",
             block.get("text").and_then(Value::as_str).unwrap_or("")
@@ -102,10 +113,18 @@ fn describe_block(block: &Value, parts: &mut Vec<String>) {
             let error = block.get("isError") == Some(&Value::Bool(true));
             parts.push(format!(
                 "[result {}{}]",
-                block.get("toolCallId").and_then(Value::as_str).unwrap_or("?"),
+                block
+                    .get("toolCallId")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?"),
                 if error { " error" } else { "" }
             ));
-            for inner in block.get("content").and_then(Value::as_array).into_iter().flatten() {
+            for inner in block
+                .get("content")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 describe_block(inner, parts);
             }
         }

@@ -20,7 +20,13 @@ fn mutated(line: usize, edit: impl Fn(&str) -> String) -> tempfile::NamedTempFil
     let out: Vec<String> = text
         .lines()
         .enumerate()
-        .map(|(index, l)| if index + 1 == line { edit(l) } else { l.to_owned() })
+        .map(|(index, l)| {
+            if index + 1 == line {
+                edit(l)
+            } else {
+                l.to_owned()
+            }
+        })
         .collect();
     let file = tempfile::NamedTempFile::new().expect("temp file");
     std::fs::write(file.path(), out.join("\n") + "\n").expect("write");
@@ -37,12 +43,16 @@ mod validate {
             .arg(sample())
             .assert()
             .success()
-            .stdout(predicate::str::contains("ok (130 events, 6 surface nodes, 3 replacements)"));
+            .stdout(predicate::str::contains(
+                "ok (130 events, 6 surface nodes, 3 replacements)",
+            ));
     }
 
     #[test]
     fn rejected_log_exits_one_naming_seq_rule_and_message() {
-        let bad = mutated(50, |l| l.replace("\"surfaceOp\":\"append\"", "\"surfaceOp\":\"apend\""));
+        let bad = mutated(50, |l| {
+            l.replace("\"surfaceOp\":\"append\"", "\"surfaceOp\":\"apend\"")
+        });
         strata()
             .arg("validate")
             .arg(bad.path())
@@ -55,8 +65,14 @@ mod validate {
 
     #[test]
     fn json_rejection_has_rule_seq_index_message() {
-        let bad = mutated(50, |l| l.replace("\"surfaceOp\":\"append\"", "\"surfaceOp\":\"apend\""));
-        let output = strata().args(["validate", "--json"]).arg(bad.path()).output().expect("run");
+        let bad = mutated(50, |l| {
+            l.replace("\"surfaceOp\":\"append\"", "\"surfaceOp\":\"apend\"")
+        });
+        let output = strata()
+            .args(["validate", "--json"])
+            .arg(bad.path())
+            .output()
+            .expect("run");
         assert_eq!(output.status.code(), Some(1));
         let value: Value = serde_json::from_slice(&output.stdout).expect("json");
         assert_eq!(value["ok"], false);
@@ -99,7 +115,11 @@ mod surface {
 
     #[test]
     fn json_lists_nodes_and_replacements_with_shadowed_seqs() {
-        let output = strata().args(["surface", "--json"]).arg(sample()).output().expect("run");
+        let output = strata()
+            .args(["surface", "--json"])
+            .arg(sample())
+            .output()
+            .expect("run");
         assert!(output.status.success());
         let value: Value = serde_json::from_slice(&output.stdout).expect("json");
         let nodes: Vec<u64> = value["nodes"]
@@ -125,7 +145,9 @@ mod surface {
             .assert()
             .success()
             .stdout(predicate::str::contains("6 surface nodes, 3 replacements"))
-            .stdout(predicate::str::contains("replace @88: 72..72 shadowed [72]"));
+            .stdout(predicate::str::contains(
+                "replace @88: 72..72 shadowed [72]",
+            ));
     }
 }
 
@@ -134,7 +156,11 @@ mod messages {
 
     #[test]
     fn json_is_the_array_of_projected_messages() {
-        let output = strata().args(["messages", "--json"]).arg(sample()).output().expect("run");
+        let output = strata()
+            .args(["messages", "--json"])
+            .arg(sample())
+            .output()
+            .expect("run");
         assert!(output.status.success());
         let value: Value = serde_json::from_slice(&output.stdout).expect("json");
         let messages = value.as_array().expect("array");
@@ -143,12 +169,16 @@ mod messages {
         assert_eq!(messages[1]["source"]["plugin"], "compact");
         // Projection is verbatim: the user message is the event's data, key order kept.
         let text = String::from_utf8(output.stdout).expect("utf8");
-        assert!(text.contains(r#"{"content":[{"type":"text","text":"This is an automatically generated checkpoint."#));
+        assert!(text.contains(
+            r#"{"content":[{"type":"text","text":"This is an automatically generated checkpoint."#
+        ));
     }
 
     #[test]
     fn rejected_log_exits_one() {
-        let bad = mutated(50, |l| l.replace("\"surfaceOp\":\"append\"", "\"surfaceOp\":\"apend\""));
+        let bad = mutated(50, |l| {
+            l.replace("\"surfaceOp\":\"append\"", "\"surfaceOp\":\"apend\"")
+        });
         strata().arg("messages").arg(bad.path()).assert().code(1);
     }
 }
