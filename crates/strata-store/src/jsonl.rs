@@ -800,17 +800,114 @@ fn line_seq(line: &[u8]) -> Option<u64> {
     parsed.seq.as_ref().and_then(non_negative_safe_integer)
 }
 
-/// The events with seq `from_seq..` of a zstd log: decompresses frames from the end until one
-/// starts at or before `from_seq`.
+/// The events with seq `from_seq..` of a zstd log: frames are located structurally (headers
+/// only), then decompressed from the end until one starts at or before `from_seq`, so a tail
+/// read decompresses O(tail) bytes. A torn final frame contributes its complete records, as in
+/// a full read.
 fn read_tail_zstd(
     path: &Path,
     from_seq: u64,
     max_record_len: usize,
 ) -> Result<Vec<RawEvent>, StoreError> {
-    // Frames are independent, but locating them needs the structural walk of the whole file.
-    let loaded = read_log_file(path, true, max_record_len)?;
-    let start = usize::try_from(from_seq).unwrap_or(usize::MAX);
-    Ok(loaded.events.into_iter().skip(start).collect())
+    let file = File::open(path).map_err(|source| StoreError::io("open", path, source))?;
+    let bytes = read_all(path, file)?;
+    let corrupt = |detail: String| StoreError::Corrupt {
+        location: path.display().to_string(),
+        line: None,
+        seq: Some(from_seq),
+        detail,
+    };
+    let scan = scan_frames(&bytes).map_err(|error| corrupt(error.to_string()))?;
+    let mut decoder = zstd::stream::raw::Decoder::new()
+        .map_err(|source| StoreError::io("decode", path, source))?;
+    // Plaintexts of the frames needed, newest first.
+    let mut plaintexts: Vec<Vec<u8>> = Vec::new();
+    if let Some(start) = scan.torn_start {
+        let mut plain = Vec::new();
+        if crate::zstd::decompress(&mut decoder, &bytes[start..], &mut plain, false).is_err() {
+            plain.clear();
+        }
+        let keep = recoverable_prefix(&plain).len();
+        plain.truncate(keep);
+        if !plain.is_empty() {
+            plaintexts.push(plain);
+        }
+    }
+    // Frame 0 is the header; event frames follow.
+    for frame in scan.frames.iter().skip(1).rev() {
+        if plaintexts
+            .last()
+            .and_then(|plain| plain.split(|&byte| byte == b'\n').next())
+            .and_then(line_seq)
+            .is_some_and(|first| first <= from_seq)
+        {
+            break;
+        }
+        let mut plain = Vec::new();
+        crate::zstd::decompress(
+            &mut decoder,
+            &bytes[frame.start..frame.end],
+            &mut plain,
+            true,
+        )
+        .map_err(|error| {
+            corrupt(format!(
+                "zstd frame at offset {} does not decompress: {error}",
+                frame.start
+            ))
+        })?;
+        if plain.last().is_some_and(|&byte| byte != b'\n') {
+            return Err(corrupt(format!(
+                "complete zstd frame at offset {} contains a torn JSONL record",
+                frame.start
+            )));
+        }
+        plaintexts.push(plain);
+    }
+    let mut events = Vec::new();
+    let mut expected: Option<u64> = None;
+    for plain in plaintexts.iter().rev() {
+        // Records in a frame have consecutive seqs: skip the ones before `from_seq` unparsed.
+        let first_seq = plain.split(|&byte| byte == b'\n').next().and_then(line_seq);
+        let n_skip = first_seq.map_or(0, |first| from_seq.saturating_sub(first));
+        for (line_idx, line) in plain.split(|&byte| byte == b'\n').enumerate() {
+            if line.is_empty() || (line_idx as u64) < n_skip {
+                continue;
+            }
+            if line.len() > max_record_len {
+                return Err(corrupt(format!(
+                    "a record is longer than the {max_record_len}-byte limit"
+                )));
+            }
+            let location = crate::codec::Location {
+                file: Some(path.to_path_buf()),
+                line: 0,
+                seq: expected,
+            };
+            let event = crate::codec::decode_event_line(line, &location)?;
+            let Some(seq) = event.seq_value().and_then(non_negative_safe_integer) else {
+                return Err(corrupt("record without a seq in the log tail".into()));
+            };
+            if expected.is_some_and(|want| want != seq) {
+                return Err(corrupt(format!(
+                    "seq out of order in the log tail: expected {}, found {seq}",
+                    expected.unwrap_or_default()
+                )));
+            }
+            expected = Some(seq + 1);
+            if seq >= from_seq {
+                events.push(event);
+            }
+        }
+    }
+    if let Some(first) = events.first().and_then(|event| event.seq_value()) {
+        if non_negative_safe_integer(first) != Some(from_seq) {
+            return Err(corrupt(format!(
+                "log tail starts at seq {first}, after the requested {from_seq}"
+            )));
+        }
+    }
+    Ok(events)
 }
 
 /// Creates a directory (mode 0700) if missing and makes its name durable in its parent.

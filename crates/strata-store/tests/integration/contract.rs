@@ -49,6 +49,35 @@ fn create_append_read_restore_round_trip() {
 }
 
 #[test]
+fn read_from_every_seq_matches_the_full_read() {
+    each_backend(|kind, store| {
+        let writer = store.create(header("tail", 1)).unwrap();
+        for _ in 0..4 {
+            append_turns(&writer, 1);
+            writer.append(partial_turn(&writer, 0), 1).unwrap();
+        }
+        writer.close().unwrap();
+        let all: Vec<String> = store
+            .read("tail")
+            .unwrap()
+            .events
+            .iter()
+            .map(|event| event.to_value().to_string())
+            .collect();
+        for from in 0..=all.len() as u64 + 2 {
+            let tail: Vec<String> = store
+                .read_from("tail", from)
+                .unwrap()
+                .iter()
+                .map(|event| event.to_value().to_string())
+                .collect();
+            let start = (from as usize).min(all.len());
+            assert_eq!(tail, all[start..], "{kind:?} from {from}");
+        }
+    });
+}
+
+#[test]
 fn list_is_newest_first_from_headers_only() {
     each_backend(|kind, store| {
         for (id, created_at) in [("old", 1), ("new", 3), ("mid", 2)] {

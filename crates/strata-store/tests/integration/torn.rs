@@ -81,6 +81,11 @@ fn raw_every_truncation_offset_opens_to_the_last_complete_record() {
                 let at_boundary = line_ends.contains(&cut);
                 assert_eq!(log.torn.is_some(), !at_boundary, "cut {cut}");
                 assert_eq!(event_json(&store), events[..complete - 1], "cut {cut}");
+                let n = complete - 1;
+                for from in [0, n.saturating_sub(3), n] {
+                    let tail = store.read_from(ID, from as u64).unwrap();
+                    assert_eq!(tail.len(), n - from, "cut {cut} from {from}");
+                }
             }
             Err(error) => {
                 assert_eq!(complete, 0, "cut {cut}: {error}");
@@ -114,6 +119,11 @@ fn zstd_every_truncation_offset_opens_to_the_last_recoverable_record() {
                 // Complete frames are always kept; a torn frame adds only complete records.
                 assert_eq!(event_json(&store), events[..n], "cut {cut}");
                 n_by_frames.push((complete_frames, n));
+                // A tail read agrees with the full read, torn frame included.
+                for from in [0, n.saturating_sub(3), n] {
+                    let tail = store.read_from(ID, from as u64).unwrap();
+                    assert_eq!(tail.len(), n - from, "cut {cut} from {from}");
+                }
                 let at_boundary = scan.frames.iter().any(|frame| frame.end == cut);
                 assert_eq!(log.torn.is_some(), !at_boundary, "cut {cut}");
             }
