@@ -1,0 +1,45 @@
+//! Subcommands: each a short function of library calls, one module per subcommand.
+
+mod messages;
+mod surface;
+mod validate;
+
+use crate::cli::{Cli, Command, Format};
+use crate::input::{load, LoadError, Loaded};
+use crate::output;
+
+/// How a subcommand ended when it did not fail outright.
+pub enum Status {
+    /// Everything was accepted.
+    Ok,
+    /// Some input was rejected (exit 1).
+    Invalid,
+}
+
+/// Runs the parsed command.
+pub fn run(cli: Cli) -> anyhow::Result<Status> {
+    match cli.command {
+        Command::Validate { files, format } => validate::run(&files, format),
+        Command::Surface { file, format } => surface::run(&file, format),
+        Command::Messages { file, format } => messages::run(&file, format),
+    }
+}
+
+/// Loads one file for a viewing command; a rejected log is reported and yields `None`.
+pub(crate) fn load_for_view(
+    file: &std::path::Path,
+    format: Format,
+) -> anyhow::Result<Option<Loaded>> {
+    match load(file) {
+        Ok(loaded) => Ok(Some(loaded)),
+        Err(LoadError::Invalid(rejection)) => {
+            if format.json {
+                output::line(&output::rejection_json(&rejection).to_string())?;
+            } else {
+                eprintln!("{}", output::rejection_text(&rejection));
+            }
+            Ok(None)
+        }
+        Err(LoadError::Io(error)) => Err(error),
+    }
+}

@@ -1,0 +1,58 @@
+//! `strata surface`: the model-visible events in order, and every replacement.
+
+use anyhow::Context;
+use strata_core::{fold_window, Seq};
+
+use super::{load_for_view, Status};
+use crate::cli::Format;
+use crate::output;
+
+pub(crate) fn run(file: &std::path::Path, format: Format) -> anyhow::Result<Status> {
+    let Some(loaded) = load_for_view(file, format)? else {
+        return Ok(Status::Invalid);
+    };
+    let generation = loaded.session.generation();
+    let fold = fold_window(generation, Seq::ZERO, loaded.rows.clone())
+        .context("the restored log failed an offline fold")?;
+    if format.json {
+        output::line(&output::fold_json(&fold).to_string())?;
+        return Ok(Status::Ok);
+    }
+    output::line(&format!(
+        "{} surface nodes, {} replacements ({} events)",
+        fold.nodes.len(),
+        fold.replacements.len(),
+        loaded.n_stored
+    ))?;
+    for seq in &fold.nodes {
+        let event = loaded
+            .session
+            .event(*seq)
+            .context("surface node outside the log")?;
+        let shown = match loaded.session.project(*seq) {
+            Some(message) => output::message_preview(&message, 72),
+            None => "(no message: empty content)".to_owned(),
+        };
+        output::line(&format!(
+            "{:>8}  {:<18} {}",
+            seq.get(),
+            event.event_type().as_str(),
+            shown
+        ))?;
+    }
+    for replacement in &fold.replacements {
+        let shadowed: Vec<String> = replacement
+            .shadowed
+            .iter()
+            .map(|s| s.get().to_string())
+            .collect();
+        output::line(&format!(
+            "replace @{}: {}..{} shadowed [{}]",
+            replacement.seq.get(),
+            replacement.start.get(),
+            replacement.end.get(),
+            shadowed.join(", ")
+        ))?;
+    }
+    Ok(Status::Ok)
+}

@@ -1,0 +1,53 @@
+//! `strata validate`: accept or reject logs under their generation's rules.
+
+use super::Status;
+use crate::cli::Format;
+use crate::input::{load, LoadError};
+use crate::output;
+
+pub(crate) fn run(files: &[std::path::PathBuf], format: Format) -> anyhow::Result<Status> {
+    let mut status = Status::Ok;
+    let mut unreadable = 0_usize;
+    for file in files {
+        match load(file) {
+            Ok(loaded) => {
+                if format.json {
+                    output::line(
+                        &serde_json::json!({
+                            "ok": true,
+                            "file": file.display().to_string(),
+                            "events": loaded.n_stored,
+                            "surfaceNodes": loaded.session.surface().len(),
+                            "replaceGeneration": loaded.session.surface().replace_generation(),
+                        })
+                        .to_string(),
+                    )?;
+                } else {
+                    output::line(&format!(
+                        "{}: ok ({} events, {} surface nodes, {} replacements)",
+                        file.display(),
+                        loaded.n_stored,
+                        loaded.session.surface().len(),
+                        loaded.session.surface().replace_generation()
+                    ))?;
+                }
+            }
+            Err(LoadError::Invalid(rejection)) => {
+                status = Status::Invalid;
+                if format.json {
+                    output::line(&output::rejection_json(&rejection).to_string())?;
+                } else {
+                    output::line(&output::rejection_text(&rejection))?;
+                }
+            }
+            Err(LoadError::Io(error)) => {
+                eprintln!("strata: {error:#}");
+                unreadable += 1;
+            }
+        }
+    }
+    if unreadable > 0 {
+        anyhow::bail!("{unreadable} of {} logs could not be read", files.len());
+    }
+    Ok(status)
+}
