@@ -1,19 +1,27 @@
 //! strata-store: the durable side of a session log — how events become bytes on disk and back.
 //!
 //! This layer sits directly above `strata-core` (cli → agent → compact → store → core). It owns
-//! the dsh on-disk vocabulary: the `sourceEventSeqs` range encoding, the directory and file
-//! naming of JSONL sessions, the structural walk over zstd frames and the incremental newline
-//! record scanner that readers feed. It never decides whether an event is acceptable; that is
-//! the core's job, and the store only hands it decoded values. The codecs and scanners are
-//! pure (bytes or values in, values out); file I/O belongs only to the stores built on them.
+//! the dsh on-disk vocabulary (the V3 JSONL line codec, `sourceEventSeqs` range encoding, the
+//! directory and file naming, zstd framing) and the stores built on it: a [`Backend`] seam with
+//! a written contract, implemented by [`MemoryBackend`], [`JsonlBackend`] (raw or zstd, dsh's
+//! layout) and [`SqliteBackend`] (the embedded default), and [`Store`] / [`SessionWriter`] on
+//! top. It never decides whether an event is acceptable: every event passes through strata-core
+//! before a byte is written, and every stored log is judged by the core when it is loaded.
 //!
 //! ```
-//! use serde_json::json;
-//! use strata_store::{decode_source_seqs, encode_source_seqs};
+//! use strata_core::{payload, Candidate, SessionHeader, SurfaceIntent};
+//! use strata_store::{Compression, Store};
 //!
-//! let stored = encode_source_seqs(&[1, 3, 4, 5, 7]);
-//! assert_eq!(stored, json!([1, [3, 5], 7]));
-//! assert_eq!(decode_source_seqs(&stored, 8).unwrap(), [1, 3, 4, 5, 7]);
+//! let root = tempfile::tempdir().unwrap();
+//! let store = Store::jsonl(root.path(), Compression::Zstd);
+//! let writer = store.create(SessionHeader::fresh("demo", 1).unwrap()).unwrap();
+//! let hello = payload::UserMessage { message: payload::user_text_message("m1", "hello") };
+//! // Returns once the batch is durable.
+//! writer.append(vec![Candidate::surface(hello, SurfaceIntent::append())], 2).unwrap();
+//! writer.close().unwrap();
+//!
+//! let session = store.load("demo").unwrap();
+//! assert_eq!(session.derive_messages().len(), 1);
 //! ```
 //!
 //! See ARCHITECTURE.md at the repository root for how the crates fit together.

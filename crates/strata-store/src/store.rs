@@ -170,6 +170,23 @@ impl Store {
         Store::new(crate::memory::MemoryBackend::new())
     }
 
+    /// A JSONL store rooted at `root` (created on first write) with default limits.
+    pub fn jsonl(root: impl Into<PathBuf>, compression: crate::jsonl::Compression) -> Store {
+        Store::new(crate::jsonl::JsonlBackend::new(
+            crate::jsonl::JsonlConfig::new(root, compression),
+        ))
+    }
+
+    /// The SQLite store at `path` (created if missing; other schema versions refused).
+    pub fn sqlite(path: &std::path::Path) -> Result<Store, StoreError> {
+        Ok(Store::new(crate::sqlite::SqliteBackend::open(path)?))
+    }
+
+    /// The default store: SQLite at [`default_sqlite_path`].
+    pub fn open_default() -> Result<Store, StoreError> {
+        Ok(Store::new(crate::sqlite::SqliteBackend::open_default()?))
+    }
+
     /// The backend, for backend-specific operations.
     pub fn backend(&self) -> &Arc<dyn Backend> {
         &self.backend
@@ -197,7 +214,7 @@ impl Store {
         let n_events = events.len();
         let id = header.id().to_owned();
         let session = Session::restore(header, events, SeedOptions::default())
-            .map_err(|source| invalid(&id, &location, Some(2), source))?;
+            .map_err(|source| invalid(&id, &location, None, source))?;
         let stored = session.events().get(..n_events).unwrap_or(&[]);
         drop(self.backend.create(session.header(), stored)?);
         Ok(())
