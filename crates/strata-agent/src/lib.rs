@@ -1,6 +1,7 @@
-//! strata-agent: the agent loop on a strata session. Today it owns the LLM client
-//! ([`llm`]): a streaming OpenAI-compatible chat client with DeepSeek's extensions, retries, and
-//! a scripted model that replays canned responses offline.
+//! strata-agent: the agent loop on a strata session. It owns the LLM client ([`llm`]: a
+//! streaming OpenAI-compatible chat client with DeepSeek's extensions, retries, and a scripted
+//! model that replays canned responses offline), the [`tools`] a local agent offers the model,
+//! and the loop itself ([`agent`]: turns, steps, cancellation and resume on a durable session).
 //!
 //! Layer: cli → **agent** → compact → store → core. The agent is the only layer that touches the
 //! network; it must never write session bytes itself (the store does) nor decide surface rules
@@ -23,4 +24,6 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod agent;
 pub mod llm;
+pub mod tools;
