@@ -1,0 +1,3 @@
+//! Criterion benches of compaction planning and pruning (filled in by the bench commit).
+
+fn main() {}

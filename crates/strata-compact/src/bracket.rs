@@ -1,0 +1,121 @@
+//! Closing a compaction bracket a crash left open (persistence-compaction §10 item 30).
+//!
+//! Upstream leaves an unmatched `compaction/start` in the log when the process dies
+//! mid-compaction; crash repair then appends `turn/end` inside the open bracket, and the
+//! bracket counts as "busy" until a newer `session/end-seed` makes it stale. strata closes
+//! it instead: on resume, before the turn closers, a `compaction/end` with the start's
+//! `compactionId`, `sourceCommandId` and `turn`, and `error: "interrupted"`. No
+//! replacement is written, so the surface is exactly what the log held.
+//!
+//! A bracket is *open* when the newest of {`compaction/start`, `compaction/end`,
+//! `session/end-seed`} is a `compaction/start`. A start followed by a marker is stale by
+//! upstream's rule and is left alone: its turn was already closed by an earlier resume,
+//! so a closer would name a turn that is no longer open.
+//!
+//! The scan walks backward and stops at the first of those three types, so it is
+//! O(events since the last compaction or resume).
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use strata_core::{
+    payload, AcceptError, Candidate, CloseCause, Event, EventType, RawEvent, SeedOptions, Session,
+    SessionHeader,
+};
+
+/// The `error` text of a closer written on resume.
+pub const INTERRUPTED: &str = "interrupted";
+
+/// The `compaction/end` that closes the bracket left open at the end of `events`, or
+/// `None` when no bracket is open.
+pub fn compaction_closer(events: &[Arc<Event>]) -> Option<Candidate> {
+    for event in events.iter().rev() {
+        match event.event_type() {
+            EventType::SessionEndSeed => return None,
+            EventType::Other(name) if name.as_ref() == "compaction/end" => return None,
+            EventType::Other(name) if name.as_ref() == "compaction/start" => {
+                return Some(Candidate::log_only(payload::PluginEvent {
+                    event_type: "compaction/end".into(),
+                    data: closer_data(event.data()),
+                }));
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// [`compaction_closer`] over rows read from storage, as a row at the log's next seq with
+/// the last row's time (repair is deterministic: it never reads a clock).
+pub fn compaction_closer_row(rows: &[RawEvent]) -> Option<RawEvent> {
+    let start = rows.iter().rev().find_map(|row| match row.type_tag() {
+        Some("session/end-seed") | Some("compaction/end") => Some(None),
+        Some("compaction/start") => Some(Some(row)),
+        _ => None,
+    })??;
+    let data = closer_data(start.data().unwrap_or(&Value::Null));
+    let time = rows
+        .last()
+        .and_then(|row| row.to_value().get("time").cloned())
+        .unwrap_or(Value::from(0));
+    let mut envelope = Map::new();
+    envelope.insert("type".into(), "compaction/end".into());
+    envelope.insert("seq".into(), Value::from(rows.len() as u64));
+    envelope.insert("time".into(), time);
+    envelope.insert("data".into(), data);
+    Some(RawEvent::from_value(Value::Object(envelope)))
+}
+
+/// A session restored for writing, and how much of it is not yet stored.
+pub struct Resumed {
+    /// The restored session: stored events, then the closers and marker resume added.
+    pub session: Session,
+    /// How many events the store held; `session.events()[n_stored..]` must be persisted.
+    pub n_stored: usize,
+}
+
+impl std::fmt::Debug for Resumed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Resumed")
+            .field("session", &self.session.id())
+            .field("n_events", &self.session.len())
+            .field("n_stored", &self.n_stored)
+            .finish()
+    }
+}
+
+/// Restores a stored log for a writer after a crash: the open compaction bracket is
+/// closed first, then the open turn (session-core §8), then the end-seed marker is added
+/// (§9.1). Reopening the result adds nothing.
+///
+/// This is `Session::restore_repaired` plus the compaction closer. It belongs in core
+/// repair so that every store's open path gets it; until then, writers that resume through
+/// this function get the closer, and `Store::open_write` leaves the bracket stale (closed
+/// by its `session/end-seed` marker, as upstream does).
+pub fn restore_resumed(
+    header: SessionHeader,
+    mut rows: Vec<RawEvent>,
+    options: SeedOptions,
+) -> Result<Resumed, AcceptError> {
+    let n_stored = rows.len();
+    if let Some(closer) = compaction_closer_row(&rows) {
+        rows.push(closer);
+    }
+    let session = Session::restore_repaired(header, rows, CloseCause::Interrupted, options)?;
+    Ok(Resumed { session, n_stored })
+}
+
+/// `{compactionId, sourceCommandId?, turn, error: "interrupted"}` copied from a start.
+fn closer_data(start: &Value) -> Value {
+    let mut data = Map::new();
+    for key in ["compactionId", "sourceCommandId", "turn"] {
+        if let Some(value) = start.get(key) {
+            data.insert(key.into(), value.clone());
+        }
+    }
+    data.insert("error".into(), INTERRUPTED.into());
+    Value::Object(data)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,431 @@
+//! Token accounting: the context size of the next request (persistence-compaction §5.2).
+//!
+//! A [`TokenMeter`] follows one session's log incrementally: each call to
+//! [`TokenMeter::measure`] reads only the events appended since the previous call
+//! (O(new events)), prices each new surface event once with its [`TokenEstimator`], and
+//! mirrors the surface fold so it always knows the price of every current node. The
+//! estimate for the next request is
+//!
+//! ```text
+//! total = baseline + (surface tokens now − surface tokens at the anchor)
+//! ```
+//!
+//! where the *anchor* is the newest `assistant/message` that carried provider usage and
+//! `baseline = max(provider tokens, estimate at the anchor)` (the provider's count wins
+//! unless it is below our own estimate of what it was sent). A replacement lowers the
+//! surface tokens, so the meter moves after a compaction even though the summary call
+//! reports no usage to the session (upstream bug, persistence §10 item 22). When the
+//! request header (tools) changed since the anchor, the total falls back to the pure
+//! estimate.
+//!
+//! The same pass records what compaction needs to decide quickly: the open turn, an open
+//! `compaction/start` bracket, and for each node a *call balance delta* (an assistant
+//! message adds the tool calls that will be answered, a tool result that answers one
+//! subtracts 1), so "does cutting here separate a call from its result" is a prefix sum.
+//!
+//! Invariants (after a sync):
+//! - `nodes` equals the session's surface nodes, and `surface_tokens` is the sum of
+//!   `price[seq]` over them;
+//! - `price` and `delta` hold one entry per event of the log (log-only events price 0);
+//! - the balance of a cut (sum of deltas before it) counts the calls whose assistant
+//!   message is before the cut and whose result is after it, plus unanswered calls of
+//!   the step still open.
+//!
+//! A rolled-back batch, or a different session, is detected (the meter keeps a handle on
+//! the last event it read) and the meter replays the log from the start.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use strata_core::{canonical_header, Event, EventType, Generation, Seq, Session, SurfaceOp};
+
+use crate::estimate::{message_tokens, ByteEstimator, TokenEstimator, FRAME_TOKENS};
+
+/// The estimated size of the next request, with how it was reached.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Measurement {
+    /// The context size the next request is expected to have, in tokens.
+    pub total_tokens: u64,
+    /// The pure estimate: header tokens plus surface tokens.
+    pub estimated_tokens: u64,
+    /// The estimated price of the current surface.
+    pub surface_tokens: u64,
+    /// The estimated price of the request header's tool schemas.
+    pub header_tokens: u64,
+    /// The provider sample the total was projected from, if it is still usable.
+    pub anchor: Option<Anchor>,
+    /// The number of surface nodes.
+    pub n_nodes: usize,
+}
+
+/// A provider usage sample: the newest `assistant/message` carrying `usage`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Anchor {
+    /// The assistant message's seq.
+    pub seq: Seq,
+    /// `inputTokens + cacheReadTokens + cacheWriteTokens + outputTokens`.
+    pub provider_tokens: u64,
+    /// Our estimate of the same request plus response, when the message landed.
+    pub estimated_tokens: u64,
+    /// The surface price right after the message landed.
+    pub surface_tokens: u64,
+}
+
+impl Anchor {
+    /// The larger of the provider count and our estimate.
+    pub fn baseline(&self) -> u64 {
+        self.provider_tokens.max(self.estimated_tokens)
+    }
+}
+
+/// Incremental token accounting for one session (see the module docs).
+#[derive(Debug)]
+pub struct TokenMeter {
+    estimator: Arc<dyn TokenEstimator>,
+    ledger: Ledger,
+}
+
+/// An open `compaction/start` bracket (no `compaction/end` and no newer `session/end-seed`).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct OpenBracket {
+    pub(crate) seq: Seq,
+    pub(crate) data: Value,
+}
+
+/// Everything the meter has learned from the log so far.
+#[derive(Debug, Default)]
+pub(crate) struct Ledger {
+    session_id: String,
+    /// Invariant: the number of events ingested.
+    synced: usize,
+    /// The last event ingested, kept alive so pointer identity detects a rolled-back log.
+    last_event: Option<Arc<Event>>,
+    /// Invariant: equals the session's surface nodes after a sync.
+    pub(crate) nodes: Vec<Seq>,
+    /// Invariant: one entry per ingested event (index = seq); 0 for log-only events.
+    pub(crate) price: Vec<u32>,
+    /// Invariant: one entry per ingested event; see the module docs.
+    pub(crate) delta: Vec<i32>,
+    /// Invariant: the sum of `price` over `nodes`.
+    surface_tokens: u64,
+    replace_generation: u64,
+    /// Calls announced by assistant messages of the open step and not yet answered:
+    /// (call id, assistant seq).
+    pending_calls: Vec<(String, Seq)>,
+    /// The open turn's `turn` value, if a turn is open.
+    pub(crate) open_turn: Option<Value>,
+    pub(crate) bracket: Option<OpenBracket>,
+    header: Option<Arc<Value>>,
+    header_tokens: u64,
+    anchor: Option<Anchor>,
+    /// A `request/header` with different content arrived after the anchor.
+    header_changed_since_anchor: bool,
+    /// False if the log held something the mirror could not follow.
+    pub(crate) consistent: bool,
+}
+
+impl TokenMeter {
+    /// A meter with the default [`ByteEstimator`].
+    pub fn new() -> TokenMeter {
+        TokenMeter::with_estimator(Arc::new(ByteEstimator))
+    }
+
+    /// A meter pricing text with `estimator`.
+    pub fn with_estimator(estimator: Arc<dyn TokenEstimator>) -> TokenMeter {
+        TokenMeter {
+            estimator,
+            ledger: Ledger {
+                consistent: true,
+                ..Ledger::default()
+            },
+        }
+    }
+
+    /// The estimator.
+    pub fn estimator(&self) -> &Arc<dyn TokenEstimator> {
+        &self.estimator
+    }
+
+    /// Catches up with `session` (O(new events)) and returns the estimated size of the
+    /// next request.
+    pub fn measure(&mut self, session: &Session) -> Measurement {
+        self.sync(session);
+        self.ledger.measurement()
+    }
+
+    /// The price of the event at `seq` (0 for log-only events and seqs not yet seen).
+    pub fn price(&self, seq: Seq) -> u64 {
+        usize::try_from(seq.get())
+            .ok()
+            .and_then(|index| self.ledger.price.get(index))
+            .map_or(0, |price| u64::from(*price))
+    }
+
+    /// Catches up with `session` and returns the ledger (crate-internal users).
+    pub(crate) fn sync(&mut self, session: &Session) -> &Ledger {
+        let events = session.events();
+        let diverged = self.ledger.session_id != session.id()
+            || events.len() < self.ledger.synced
+            || match (&self.ledger.last_event, self.ledger.synced.checked_sub(1)) {
+                (Some(last), Some(index)) => events
+                    .get(index)
+                    .is_none_or(|event| !Arc::ptr_eq(event, last)),
+                (None, None) => false,
+                _ => true,
+            };
+        if diverged {
+            self.ledger = Ledger {
+                session_id: session.id().to_owned(),
+                consistent: true,
+                ..Ledger::default()
+            };
+        }
+        let generation = session.generation();
+        let start = self.ledger.synced;
+        if let Some(new) = events.get(start..) {
+            self.ledger.price.reserve(new.len());
+            self.ledger.delta.reserve(new.len());
+            for event in new {
+                self.ledger
+                    .ingest(event, generation, self.estimator.as_ref());
+            }
+        }
+        self.ledger.synced = events.len();
+        self.ledger.last_event = events.last().cloned();
+        if self.ledger.nodes.len() != session.surface().len()
+            || self.ledger.replace_generation != session.surface().replace_generation()
+        {
+            self.ledger.consistent = false;
+        }
+        &self.ledger
+    }
+}
+
+impl Default for TokenMeter {
+    fn default() -> TokenMeter {
+        TokenMeter::new()
+    }
+}
+
+impl Ledger {
+    pub(crate) fn measurement(&self) -> Measurement {
+        let estimated = self.header_tokens + self.surface_tokens;
+        let anchor = self
+            .anchor
+            .clone()
+            .filter(|_| !self.header_changed_since_anchor);
+        let total = match &anchor {
+            Some(anchor) => {
+                let projected = i128::from(anchor.baseline()) + i128::from(self.surface_tokens)
+                    - i128::from(anchor.surface_tokens);
+                u64::try_from(projected.max(0)).unwrap_or(u64::MAX)
+            }
+            None => estimated,
+        };
+        Measurement {
+            total_tokens: total,
+            estimated_tokens: estimated,
+            surface_tokens: self.surface_tokens,
+            header_tokens: self.header_tokens,
+            anchor,
+            n_nodes: self.nodes.len(),
+        }
+    }
+
+    /// The price of the event at `seq`.
+    pub(crate) fn price_of(&self, seq: Seq) -> u64 {
+        usize::try_from(seq.get())
+            .ok()
+            .and_then(|index| self.price.get(index))
+            .map_or(0, |price| u64::from(*price))
+    }
+
+    /// The balance delta of the event at `seq`.
+    pub(crate) fn delta_of(&self, seq: Seq) -> i64 {
+        usize::try_from(seq.get())
+            .ok()
+            .and_then(|index| self.delta.get(index))
+            .map_or(0, |delta| i64::from(*delta))
+    }
+
+    fn ingest(
+        &mut self,
+        event: &Arc<Event>,
+        generation: Generation,
+        estimator: &dyn TokenEstimator,
+    ) {
+        let seq = event.seq();
+        let data = event.data();
+        let mut price = 0_u64;
+        let mut delta = 0_i64;
+        match event.event_type() {
+            EventType::TurnStart => {
+                self.abandon_pending();
+                self.open_turn = match data.get("turn") {
+                    Some(Value::Null) => None,
+                    Some(turn) => Some(turn.clone()),
+                    None => Some(Value::Null),
+                };
+            }
+            EventType::TurnEnd => {
+                self.abandon_pending();
+                self.open_turn = None;
+            }
+            EventType::StepEnd => self.abandon_pending(),
+            EventType::RequestHeader => {
+                if let Some(header) = data.get("header") {
+                    let header = canonical_header(header, generation);
+                    let tools = header
+                        .get("tools")
+                        .map_or(0, |tools| estimator.json_tokens(tools) + FRAME_TOKENS);
+                    if let (Some(anchor_header), Some(_)) = (&self.header, &self.anchor) {
+                        if **anchor_header != header {
+                            self.header_changed_since_anchor = true;
+                        }
+                    }
+                    self.header = Some(Arc::new(header));
+                    self.header_tokens = tools;
+                }
+            }
+            EventType::SessionEndSeed => self.bracket = None,
+            EventType::Other(name) => match name.as_ref() {
+                "compaction/start" => {
+                    self.bracket = Some(OpenBracket {
+                        seq,
+                        data: data.clone(),
+                    })
+                }
+                "compaction/end" => self.bracket = None,
+                _ => {}
+            },
+            EventType::UserMessage => price = message_tokens(data, estimator),
+            EventType::SystemMessage => {
+                price = projected_price(data.get("message"), estimator);
+            }
+            EventType::AssistantMessage => {
+                price = projected_price(data.get("message"), estimator);
+                for call_id in tool_call_ids(data) {
+                    self.pending_calls.push((call_id.to_owned(), seq));
+                    delta += 1;
+                }
+            }
+            EventType::ToolResult => {
+                price = data
+                    .get("message")
+                    .map_or(0, |message| message_tokens(message, estimator));
+                let call_id = data
+                    .get("message")
+                    .and_then(|message| message.get("source"))
+                    .and_then(|source| source.get("callId"))
+                    .and_then(Value::as_str);
+                if let Some(call_id) = call_id {
+                    if let Some(index) = self.pending_calls.iter().position(|(id, _)| id == call_id)
+                    {
+                        self.pending_calls.remove(index);
+                        delta -= 1;
+                    }
+                }
+            }
+            _ => {}
+        }
+        let price = u32::try_from(price).unwrap_or(u32::MAX);
+        self.price.push(price);
+        self.delta.push(i32::try_from(delta).unwrap_or(0));
+        match event.surface_op() {
+            Some(SurfaceOp::Append) => {
+                self.nodes.push(seq);
+                self.surface_tokens += u64::from(price);
+            }
+            Some(SurfaceOp::Replace(range)) => self.replace(seq, range.start, range.end, price),
+            None => {}
+        }
+        if *event.event_type() == EventType::AssistantMessage {
+            if let Some(usage) = data.get("usage") {
+                let field = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+                self.anchor = Some(Anchor {
+                    seq,
+                    provider_tokens: field("inputTokens")
+                        + field("cacheReadTokens")
+                        + field("cacheWriteTokens")
+                        + field("outputTokens"),
+                    estimated_tokens: self.header_tokens + self.surface_tokens,
+                    surface_tokens: self.surface_tokens,
+                });
+                self.header_changed_since_anchor = false;
+            }
+        }
+    }
+
+    /// Mirrors a replacement: the span's prices leave the surface, the new node carries
+    /// the span's total balance delta (a summary of balanced nodes carries 0; a pruned
+    /// tool result keeps the −1 of the result it rewrites).
+    fn replace(&mut self, seq: Seq, start: Seq, end: Seq, price: u32) {
+        let start_index = self.nodes.iter().position(|node| *node == start);
+        let end_index = self.nodes.iter().position(|node| *node == end);
+        let (Some(start_index), Some(end_index)) = (start_index, end_index) else {
+            self.consistent = false;
+            return;
+        };
+        if start_index > end_index {
+            self.consistent = false;
+            return;
+        }
+        let mut shadowed_price = 0_u64;
+        let mut shadowed_delta = 0_i64;
+        for node in self
+            .nodes
+            .splice(start_index..=end_index, std::iter::once(seq))
+        {
+            let index = node.get() as usize;
+            shadowed_price += self.price.get(index).map_or(0, |p| u64::from(*p));
+            shadowed_delta += self.delta.get(index).map_or(0, |d| i64::from(*d));
+        }
+        self.surface_tokens = self.surface_tokens.saturating_sub(shadowed_price) + u64::from(price);
+        if let Some(slot) = self.delta.get_mut(seq.get() as usize) {
+            *slot = i32::try_from(shadowed_delta).unwrap_or(0);
+        }
+        self.replace_generation += 1;
+    }
+
+    /// Calls still unanswered when their step or turn ends will never be answered: they
+    /// no longer hold a cut open.
+    fn abandon_pending(&mut self) {
+        for (_, assistant) in self.pending_calls.drain(..) {
+            if let Some(slot) = self.delta.get_mut(assistant.get() as usize) {
+                *slot -= 1;
+            }
+        }
+    }
+}
+
+/// The price of a projected `message` (0 when its content is empty: it is not sent).
+fn projected_price(message: Option<&Value>, estimator: &dyn TokenEstimator) -> u64 {
+    match message {
+        Some(message) => {
+            let empty = message
+                .get("content")
+                .and_then(Value::as_array)
+                .is_some_and(Vec::is_empty);
+            if empty {
+                0
+            } else {
+                message_tokens(message, estimator)
+            }
+        }
+        None => 0,
+    }
+}
+
+/// The ids of the `tool-call` blocks of an assistant message payload.
+fn tool_call_ids(data: &Value) -> impl Iterator<Item = &str> {
+    data.get("message")
+        .and_then(|message| message.get("content"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|block| block.get("type").and_then(Value::as_str) == Some("tool-call"))
+        .filter_map(|block| block.get("id").and_then(Value::as_str))
+}
+
+#[cfg(test)]
+mod tests;

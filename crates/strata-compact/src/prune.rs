@@ -1,0 +1,316 @@
+//! The tool-result pruner: oversized tool output elided in the middle, one result at a time
+//! (persistence-compaction §6).
+//!
+//! A `tool/result` whose text exceeds `threshold_chars` code points is rewritten: the
+//! text blocks of the tool-result block's inner content are treated as one coordinate
+//! space, the span `[head_chars, total − tail_chars)` is removed, the marker
+//! [`MARKER`] is inserted once (in the first text block the span touches), blocks left
+//! empty are dropped, and non-text blocks keep their place. Slicing is by code point.
+//!
+//! Each pruned result is two events, adjacent in one batch: a log-only
+//! `compaction/prune {shadowedRange, shadowedSeqs, shadowedTokenCount}` (so the pruning is
+//! auditable, never silent: peers (c) item 12), then a `tool/result` equal to the original
+//! in every field but `message.content[0].content` — same message id, call id, error and
+//! meta — with `surfaceOp {op:"replace"}` over exactly that one node and
+//! `sourceEventSeqs: [seq]`. That is the only rewrite core rule 9 allows a tool result.
+//!
+//! The scan is O(new events): a [`Pruner`] remembers how far it has read and which
+//! oversized results it has seen; a result that enters the surface later than that
+//! cursor is a new event, and a pruned rewrite is within the limits by construction.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::{json, Value};
+use strata_core::{
+    payload, Candidate, Event, EventType, Seq, Session, SurfaceIntent, SurfacePayload,
+};
+
+use crate::config::{ConfigError, PrunerConfig};
+use crate::estimate::{message_tokens, ByteEstimator, TokenEstimator};
+
+/// The text that replaces the elided middle.
+pub const MARKER: &str = "\n\n[... tool result middle pruned ...]\n\n";
+
+/// [`MARKER`]'s length in code points.
+pub const MARKER_CHARS: usize = 39;
+
+/// Finds and rewrites oversized tool results of one session (see the module docs).
+#[derive(Debug)]
+pub struct Pruner {
+    config: PrunerConfig,
+    estimator: Arc<dyn TokenEstimator>,
+    cursor: Mutex<Cursor>,
+}
+
+/// How far the pruner has read one session's log.
+#[derive(Debug, Default)]
+struct Cursor {
+    session_id: String,
+    /// Invariant: the number of events scanned.
+    scanned: usize,
+    /// The last event scanned, kept alive so pointer identity detects a rolled-back log.
+    last_event: Option<Arc<Event>>,
+    /// Oversized results seen so far that may still be on the surface, in log order.
+    oversized: Vec<Seq>,
+}
+
+/// One result the pruner would rewrite.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrunedResult {
+    /// The `tool/result` node.
+    pub seq: Seq,
+    /// Text code points before.
+    pub chars_before: usize,
+    /// Text code points after.
+    pub chars_after: usize,
+    /// Estimated message tokens before.
+    pub tokens_before: u64,
+    /// Estimated message tokens after.
+    pub tokens_after: u64,
+}
+
+/// The events of one pruning pass, to append as one batch (all-or-nothing).
+#[derive(Clone, Debug, Default)]
+pub struct PrunePlan {
+    /// What is rewritten, in surface order.
+    pub results: Vec<PrunedResult>,
+    /// Two candidates per result: `compaction/prune`, then the rewritten `tool/result`.
+    pub candidates: Vec<Candidate>,
+}
+
+impl PrunePlan {
+    /// Whether there is nothing to prune.
+    pub fn is_empty(&self) -> bool {
+        self.results.is_empty()
+    }
+
+    /// Estimated tokens the pass saves.
+    pub fn tokens_saved(&self) -> u64 {
+        self.results
+            .iter()
+            .map(|result| result.tokens_before.saturating_sub(result.tokens_after))
+            .sum()
+    }
+}
+
+impl Pruner {
+    /// A pruner with `config` and the default estimator.
+    pub fn new(config: PrunerConfig) -> Result<Pruner, ConfigError> {
+        Pruner::with_estimator(config, Arc::new(ByteEstimator))
+    }
+
+    /// A pruner pricing with `estimator` (for the token counts it reports).
+    pub fn with_estimator(
+        config: PrunerConfig,
+        estimator: Arc<dyn TokenEstimator>,
+    ) -> Result<Pruner, ConfigError> {
+        config.validate()?;
+        Ok(Pruner {
+            config,
+            estimator,
+            cursor: Mutex::new(Cursor::default()),
+        })
+    }
+
+    /// The limits.
+    pub fn config(&self) -> &PrunerConfig {
+        &self.config
+    }
+
+    /// Reads the events appended since the last call and returns the rewrites of every
+    /// oversized result still on the surface. Writes nothing; append
+    /// [`PrunePlan::candidates`] as one batch.
+    pub fn plan(&self, session: &Session) -> PrunePlan {
+        let mut cursor = self.cursor.lock().unwrap_or_else(PoisonError::into_inner);
+        let events = session.events();
+        let diverged = cursor.session_id != session.id()
+            || events.len() < cursor.scanned
+            || match (&cursor.last_event, cursor.scanned.checked_sub(1)) {
+                (Some(last), Some(index)) => events
+                    .get(index)
+                    .is_none_or(|event| !Arc::ptr_eq(event, last)),
+                (None, None) => false,
+                _ => true,
+            };
+        if diverged {
+            *cursor = Cursor {
+                session_id: session.id().to_owned(),
+                ..Cursor::default()
+            };
+        }
+        let threshold = self.config.threshold_chars;
+        for event in events.get(cursor.scanned..).unwrap_or(&[]) {
+            if *event.event_type() == EventType::ToolResult
+                && event.surface_op().is_some()
+                && inner_content(event.data()).is_some_and(|blocks| text_chars(blocks) > threshold)
+            {
+                cursor.oversized.push(event.seq());
+            }
+        }
+        cursor.scanned = events.len();
+        cursor.last_event = events.last().cloned();
+        // Drop results no longer on the surface (pruned, or compacted away).
+        let surface = session.surface();
+        cursor
+            .oversized
+            .retain(|seq| surface.position(*seq).is_some());
+        let mut ordered: Vec<(usize, Seq)> = cursor
+            .oversized
+            .iter()
+            .filter_map(|seq| surface.position(*seq).map(|position| (position, *seq)))
+            .collect();
+        ordered.sort_unstable();
+        drop(cursor);
+        let mut plan = PrunePlan::default();
+        for (_, seq) in ordered {
+            if let Some(event) = session.event(seq) {
+                if let Some((result, candidates)) = self.rewrite(event) {
+                    plan.results.push(result);
+                    plan.candidates.extend(candidates);
+                }
+            }
+        }
+        plan
+    }
+
+    /// The two events that prune one `tool/result`, or `None` if it is within limits.
+    pub fn rewrite(&self, event: &Event) -> Option<(PrunedResult, [Candidate; 2])> {
+        if *event.event_type() != EventType::ToolResult {
+            return None;
+        }
+        let data = event.data();
+        let blocks = inner_content(data)?;
+        let chars_before = text_chars(blocks);
+        let pruned = prune_blocks(blocks, &self.config)?;
+        let chars_after = text_chars(&pruned);
+        let mut rewritten = data.clone();
+        let slot = rewritten
+            .get_mut("message")
+            .and_then(|message| message.get_mut("content"))
+            .and_then(|content| content.get_mut(0))
+            .and_then(|block| block.get_mut("content"))?;
+        *slot = Value::Array(pruned);
+        let message_price = |data: &Value| {
+            data.get("message")
+                .map_or(0, |m| message_tokens(m, self.estimator.as_ref()))
+        };
+        let tokens_before = message_price(data);
+        let tokens_after = message_price(&rewritten);
+        let seq = event.seq();
+        let trace = Candidate::log_only(payload::PluginEvent {
+            event_type: "compaction/prune".into(),
+            data: json!({
+                "shadowedRange": {"start": seq.get(), "end": seq.get()},
+                "shadowedSeqs": [seq.get()],
+                "shadowedTokenCount": tokens_before,
+            }),
+        });
+        let replacement = Candidate::surface(
+            RewrittenToolResult(rewritten),
+            SurfaceIntent::replace(seq, seq, vec![seq]),
+        );
+        Some((
+            PrunedResult {
+                seq,
+                chars_before,
+                chars_after,
+                tokens_before,
+                tokens_after,
+            },
+            [trace, replacement],
+        ))
+    }
+}
+
+/// A `tool/result` payload kept verbatim (key order and unknown fields included), so the
+/// rewrite differs from the original only where the pruner changed it.
+struct RewrittenToolResult(Value);
+
+impl SurfacePayload for RewrittenToolResult {
+    type Intent = SurfaceIntent;
+    fn event_type(&self) -> EventType {
+        EventType::ToolResult
+    }
+    fn into_data(self) -> Value {
+        self.0
+    }
+}
+
+/// The tool-result block's inner content (`message.content[0].content`, V3).
+fn inner_content(data: &Value) -> Option<&[Value]> {
+    data.get("message")?
+        .get("content")?
+        .get(0)?
+        .get("content")?
+        .as_array()
+        .map(Vec::as_slice)
+}
+
+fn block_text(block: &Value) -> Option<&str> {
+    if block.get("type").and_then(Value::as_str) == Some("text") {
+        block.get("text").and_then(Value::as_str)
+    } else {
+        None
+    }
+}
+
+/// Code points of every text block.
+pub fn text_chars(blocks: &[Value]) -> usize {
+    blocks
+        .iter()
+        .filter_map(block_text)
+        .map(|text| text.chars().count())
+        .sum()
+}
+
+/// Middle-elides `blocks` per `config`; `None` when they are within the threshold.
+pub fn prune_blocks(blocks: &[Value], config: &PrunerConfig) -> Option<Vec<Value>> {
+    let total = text_chars(blocks);
+    if total <= config.threshold_chars {
+        return None;
+    }
+    // The removed span, in code points of the concatenated text: [cut_from, cut_to).
+    let cut_from = config.head_chars;
+    let cut_to = total - config.tail_chars;
+    let mut out = Vec::with_capacity(blocks.len());
+    let mut offset = 0_usize;
+    let mut marked = false;
+    for block in blocks {
+        let Some(text) = block_text(block) else {
+            out.push(block.clone());
+            continue;
+        };
+        let len = text.chars().count();
+        let (start, end) = (offset, offset + len);
+        offset = end;
+        if end <= cut_from || start >= cut_to {
+            out.push(block.clone());
+            continue;
+        }
+        // Keep [start, cut_from) and [cut_to, end), local to this block.
+        let keep_head = cut_from.saturating_sub(start).min(len);
+        let keep_tail_from = cut_to.saturating_sub(start).min(len);
+        let mut kept = String::with_capacity(
+            text.len()
+                .min(4 * (keep_head + len - keep_tail_from) + MARKER.len()),
+        );
+        kept.extend(text.chars().take(keep_head));
+        if !marked {
+            kept.push_str(MARKER);
+            marked = true;
+        }
+        kept.extend(text.chars().skip(keep_tail_from));
+        if kept.is_empty() {
+            continue;
+        }
+        let mut rewritten = block.clone();
+        if let Some(slot) = rewritten.get_mut("text") {
+            *slot = Value::String(kept);
+        }
+        out.push(rewritten);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests;
