@@ -39,9 +39,17 @@ pub(crate) async fn run_tools(
         let events = journal.append(batch).await?;
         let call_seqs: Vec<Seq> = events.iter().skip(1).map(|event| event.seq()).collect();
         journal.checkpoint()?;
+        // All bodies start together, so the dispatch barrier is checked once for all of them.
+        let dispatch = !cancel.is_cancelled();
         let mut running: FuturesOrdered<_> = calls
             .iter()
-            .map(|call| execute(tools, workspace, call, cancel))
+            .map(|call| async move {
+                if dispatch {
+                    execute(tools, workspace, call, cancel).await
+                } else {
+                    Err(ToolError::AbortedBeforeDispatch)
+                }
+            })
             .collect();
         let mut call_idx = 0;
         while let Some(outcome) = running.next().await {
@@ -129,9 +137,6 @@ async fn execute(
     call: &CallBlock,
     cancel: &CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
-    if cancel.is_cancelled() {
-        return Err(ToolError::AbortedBeforeDispatch);
-    }
     let tool = tools
         .get(&call.name)
         .ok_or_else(|| ToolError::UnknownTool {
