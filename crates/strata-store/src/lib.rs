@@ -50,6 +50,8 @@ pub use store::{
 };
 pub use writer::SessionWriter;
 
+pub mod legacy;
+pub mod migrate;
 pub mod synth;
 
 mod codec;

@@ -18,3 +18,6 @@ mod hostile;
 
 /// SIGKILL crash test against the `strata-crash-writer` helper (issue 3).
 mod crash;
+
+/// Migration of older generations to V3 (issue 4).
+mod migrate;

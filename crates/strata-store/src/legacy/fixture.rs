@@ -1,0 +1,202 @@
+//! Hydration of v0 *fixture* logs: the oracle's input format, for tests and conformance runs.
+//!
+//! A fixture is looser than a stored log (persistence §9): the header line is optional, and an
+//! event may omit `seq` and `time`. This module reads one exactly as the dsh oracle does
+//! (`/work/shared/oracle/oracle.mjs`), so strata and upstream judge the same events:
+//!
+//! - blank lines are skipped and a trailing `\r` is dropped;
+//! - the first line is the header when it is an object with `type: "session"` and no event came
+//!   before it; it maps to the logical header like upstream's JSONL backend (unknown keys
+//!   dropped); without one the header is `{version: 0, id, createdAt: <time>}`;
+//! - every other line goes through packed-row expansion first; then an object event without
+//!   `seq` gets its index, and one without `time` gets the fixed time, else the header's
+//!   `createdAt`, else 1700000000000.
+//!
+//! A real stored log must carry `seq` and `time`; only this loader synthesizes them.
+
+use serde_json::{Map, Value};
+
+use super::header::map_v0_fields;
+use super::reader::LogRecord;
+use super::rows::{expand_record, RowError};
+
+/// The time upstream's oracle uses when neither `--time` nor a header supplies one.
+pub const DEFAULT_FIXTURE_TIME: i64 = 1_700_000_000_000;
+
+/// How to fill in what a fixture leaves out.
+#[derive(Clone, Debug)]
+pub struct FixtureOptions {
+    /// The time given to events without one (the oracle's `--time`); `None` uses the header's
+    /// `createdAt`, else [`DEFAULT_FIXTURE_TIME`].
+    pub time: Option<i64>,
+    /// The session id when there is no header line.
+    pub id: String,
+}
+
+impl Default for FixtureOptions {
+    fn default() -> Self {
+        FixtureOptions {
+            time: None,
+            id: "oracle-session".into(),
+        }
+    }
+}
+
+/// A hydrated fixture: the logical header and the events, each with its physical line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fixture {
+    /// The logical header object.
+    pub header: Map<String, Value>,
+    /// Whether the file had a header line.
+    pub has_header_line: bool,
+    /// The events in order.
+    pub events: Vec<LogRecord>,
+}
+
+/// Why a fixture could not be hydrated (the oracle fails the same way, before any rule runs).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FixtureError {
+    /// A line is not JSON (the oracle's `BAD_JSON`).
+    #[error("line {line}: not valid JSON ({detail})")]
+    Json {
+        /// 1-based physical line.
+        line: u64,
+        /// The parser's description.
+        detail: String,
+    },
+    /// A packed chunk row is malformed (upstream's `decodeStorageRecord`).
+    #[error("line {line}: {source}")]
+    MalformedRow {
+        /// 1-based physical line.
+        line: u64,
+        /// The row rule that failed, with upstream's text.
+        #[source]
+        source: RowError,
+    },
+}
+
+impl FixtureError {
+    /// The 1-based physical line.
+    pub fn line(&self) -> u64 {
+        match self {
+            FixtureError::Json { line, .. } | FixtureError::MalformedRow { line, .. } => *line,
+        }
+    }
+}
+
+/// Hydrates a fixture held in memory.
+pub fn hydrate_fixture(bytes: &[u8], options: &FixtureOptions) -> Result<Fixture, FixtureError> {
+    let mut header: Option<Map<String, Value>> = None;
+    let mut events: Vec<LogRecord> = Vec::new();
+    for (number, raw) in bytes.split(|&byte| byte == b'\n').enumerate() {
+        let line = number as u64 + 1;
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        if raw.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let value: Value = serde_json::from_slice(raw).map_err(|error| FixtureError::Json {
+            line,
+            detail: error.to_string(),
+        })?;
+        if header.is_none()
+            && events.is_empty()
+            && value.get("type").and_then(Value::as_str) == Some("session")
+        {
+            if let Value::Object(fields) = &value {
+                header = Some(map_v0_fields(fields));
+                continue;
+            }
+        }
+        let expanded =
+            expand_record(value).map_err(|source| FixtureError::MalformedRow { line, source })?;
+        for event in expanded {
+            events.push(LogRecord { line, event });
+        }
+    }
+    let has_header_line = header.is_some();
+    // `--time ?? header.createdAt ?? 1700000000000`, whatever value the header holds.
+    let time = match (
+        options.time,
+        header.as_ref().and_then(|h| h.get("createdAt")),
+    ) {
+        (Some(time), _) => Value::from(time),
+        (None, Some(created_at)) if !created_at.is_null() => created_at.clone(),
+        (None, _) => Value::from(DEFAULT_FIXTURE_TIME),
+    };
+    let header = header.unwrap_or_else(|| {
+        let mut fields = Map::new();
+        fields.insert("version".into(), Value::from(0));
+        fields.insert("id".into(), Value::from(options.id.clone()));
+        fields.insert(
+            "createdAt".into(),
+            Value::from(options.time.unwrap_or(DEFAULT_FIXTURE_TIME)),
+        );
+        fields
+    });
+    for (index, record) in events.iter_mut().enumerate() {
+        if let Value::Object(event) = &mut record.event {
+            if !event.contains_key("seq") {
+                event.insert("seq".into(), Value::from(index as u64));
+            }
+            if !event.contains_key("time") {
+                event.insert("time".into(), time.clone());
+            }
+        }
+    }
+    Ok(Fixture {
+        header,
+        has_header_line,
+        events,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn missing_seq_and_time_are_synthesized_after_row_expansion() {
+        let text = b"{\"type\":\"session\",\"version\":0,\"id\":\"f\",\"createdAt\":7,\"odd\":1}\n\
+            {\"type\":\"turn/start\",\"data\":{\"turn\":1}}\r\n\n\
+            {\"type\":\"text-chunks\",\"seq0\":1,\"time0\":3,\"data\":{\"turn\":1,\"step\":1,\"index\":0,\"dt\":[1],\"texts\":[\"a\",\"b\"]}}\n\
+            {\"type\":\"turn/end\",\"time\":9,\"data\":{}}\n";
+        let fixture = hydrate_fixture(text, &FixtureOptions::default()).unwrap();
+        assert_eq!(
+            serde_json::to_string(&fixture.header).unwrap(),
+            r#"{"version":0,"id":"f","createdAt":7}"#
+        );
+        let seqs: Vec<_> = fixture
+            .events
+            .iter()
+            .map(|r| r.event["seq"].clone())
+            .collect();
+        assert_eq!(seqs, [json!(0), json!(1), json!(2), json!(3)]);
+        assert_eq!(fixture.events[0].event["time"], json!(7));
+        assert_eq!(fixture.events[2].event["time"], json!(4));
+        assert_eq!(fixture.events[3].event["time"], json!(9));
+        assert_eq!(fixture.events[3].line, 5);
+    }
+
+    #[test]
+    fn without_header_the_oracle_default_applies() {
+        let fixture = hydrate_fixture(
+            b"null\n",
+            &FixtureOptions {
+                time: Some(5),
+                id: "x".into(),
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            serde_json::to_string(&fixture.header).unwrap(),
+            r#"{"version":0,"id":"x","createdAt":5}"#
+        );
+        assert_eq!(fixture.events[0].event, Value::Null);
+        let error = hydrate_fixture(b"{\"type\":\"text-chunks\"}\n", &FixtureOptions::default())
+            .unwrap_err();
+        assert_eq!(error.line(), 1);
+    }
+}

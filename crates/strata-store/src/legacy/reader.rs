@@ -1,0 +1,360 @@
+//! A streaming reader of v0, v1 and v2 JSONL logs (raw or zstd), yielding one logical event per
+//! item as an order-preserving JSON object.
+//!
+//! The reader owns the *storage* layer of older generations: the header line (generation
+//! detection, physical shape), JSON syntax, packed chunk rows (v0/v1, expanded to their
+//! `assistant/chunk` events) and range-encoded `sourceEventSeqs` (v2). It judges no event rule:
+//! rows go to the v0 restore path or the migration stages, which ask the core.
+//!
+//! Invariants:
+//! - Memory is bounded by one read chunk, one record and one packed row's expansion; the file is
+//!   never held whole (zstd artifacts are decoded frame by frame).
+//! - Events come out in file order; each item carries the physical line it came from, and every
+//!   error names the file, the generation, the line and the seq the line should start at.
+//! - v0/v1 `sourceEventSeqs` are passed through as written: upstream 0.1.0-rc.8 does not
+//!   range-decode them, so neither does strata (a pair is then an invalid source, as upstream).
+//! - After an error the iteration ends; an unterminated final record is a torn tail, reported
+//!   by [`LegacyReader::torn_tail`], never an event.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+use std::path::Path;
+
+use serde_json::{Map, Value};
+use strata_core::{EventType, Generation};
+
+use super::detect::{detect_generation, name_hint, NameHint};
+use super::error::{At, ReadError};
+use super::header::logical_header;
+use super::js;
+use super::rows::decode_row;
+use super::zstd_source::ZstdSource;
+use crate::codec::TornTail;
+use crate::lines::{LineError, LineScanner, LineScannerConfig, DEFAULT_MAX_RECORD_LEN};
+use crate::ranges::decode_source_seqs;
+
+/// One logical event read from a log, with the physical line it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogRecord {
+    /// 1-based physical line (packed-row members share their row's line).
+    pub line: u64,
+    /// The event object as stored (a packed member as upstream expands it).
+    pub event: Value,
+}
+
+/// A streaming reader of an older-generation log.
+pub struct LegacyReader {
+    source: Box<dyn Read + Send>,
+    zstd: bool,
+    file: String,
+    generation: Generation,
+    header: Map<String, Value>,
+    scanner: LineScanner,
+    chunk: Vec<u8>,
+    /// Invariant: `pos <= len <= chunk.len()`; `chunk[pos..len]` is unconsumed input.
+    pos: usize,
+    len: usize,
+    /// Events yielded so far: the seq the next event should carry.
+    next_seq: u64,
+    /// Expanded members of the current packed row not yet yielded, and its line.
+    pending: VecDeque<Value>,
+    pending_line: u64,
+    torn: Option<TornTail>,
+    done: bool,
+}
+
+/// Opens `path` and reads its first line: the generation (from the header `version` and the
+/// file name) and whether it is zstd, without reading further.
+pub fn sniff(path: &Path) -> Result<(Generation, NameHint), ReadError> {
+    let hint = name_hint(path);
+    let file = path.display().to_string();
+    let mut reader = line_reader(path, hint.zstd, &file)?;
+    let (first, _) = reader.first_line()?;
+    let generation = detect_generation(&file, hint, &first)?;
+    Ok((generation, hint))
+}
+
+impl LegacyReader {
+    /// Opens a v0, v1 or v2 log file (zstd when the name ends in `.zstd`).
+    ///
+    /// Refuses a V3 log with [`ReadError::NotHeader`] naming v3: V3 logs are read by the
+    /// native codec ([`JsonlReader`](crate::JsonlReader)).
+    pub fn open(path: &Path) -> Result<LegacyReader, ReadError> {
+        let hint = name_hint(path);
+        let file = path.display().to_string();
+        let mut reader = line_reader(path, hint.zstd, &file)?;
+        let (first, _) = reader.first_line()?;
+        let generation = detect_generation(&file, hint, &first)?;
+        if generation == Generation::V3 {
+            return Err(ReadError::NotHeader {
+                file,
+                generation: Some(Generation::V3),
+                detail: "a v3 log is read by the native codec, not the older-generation reader"
+                    .into(),
+            });
+        }
+        reader.header = logical_header(&file, generation, first)?;
+        reader.generation = generation;
+        Ok(reader)
+    }
+
+    /// Reads an older-generation log from a byte stream (already decompressed).
+    pub fn from_reader(
+        source: impl Read + Send + 'static,
+        file: &str,
+        hint: NameHint,
+    ) -> Result<LegacyReader, ReadError> {
+        let mut reader = LegacyReader::new(Box::new(source), false, file);
+        let (first, _) = reader.first_line()?;
+        let generation = detect_generation(file, hint, &first)?;
+        if generation == Generation::V3 {
+            return Err(ReadError::NotHeader {
+                file: file.to_owned(),
+                generation: Some(Generation::V3),
+                detail: "a v3 log is read by the native codec, not the older-generation reader"
+                    .into(),
+            });
+        }
+        reader.header = logical_header(file, generation, first)?;
+        reader.generation = generation;
+        Ok(reader)
+    }
+
+    fn new(source: Box<dyn Read + Send>, zstd: bool, file: &str) -> LegacyReader {
+        LegacyReader {
+            source,
+            zstd,
+            file: file.to_owned(),
+            generation: Generation::V0,
+            header: Map::new(),
+            scanner: LineScanner::new(LineScannerConfig {
+                max_record_len: DEFAULT_MAX_RECORD_LEN,
+                ..LineScannerConfig::default()
+            }),
+            chunk: vec![0; 256 * 1024],
+            pos: 0,
+            len: 0,
+            next_seq: 0,
+            pending: VecDeque::new(),
+            pending_line: 0,
+            torn: None,
+            done: false,
+        }
+    }
+
+    /// The log's generation.
+    pub fn generation(&self) -> Generation {
+        self.generation
+    }
+
+    /// The logical header object (the header line without `type`; v0/v1 unknown keys dropped).
+    pub fn header(&self) -> &Map<String, Value> {
+        &self.header
+    }
+
+    /// The file name used in messages.
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
+    /// The unterminated final record, once iteration has ended.
+    pub fn torn_tail(&self) -> Option<TornTail> {
+        self.torn
+    }
+
+    /// Whether the log ended in a torn state: an unterminated record or a cut zstd frame.
+    pub fn is_torn(&self) -> bool {
+        self.torn.is_some()
+    }
+
+    fn at(&self, line: u64) -> At {
+        At {
+            file: self.file.clone(),
+            generation: self.generation,
+            line,
+            seq: Some(self.next_seq),
+        }
+    }
+
+    fn first_line(&mut self) -> Result<(Value, u64), ReadError> {
+        let file = self.file.clone();
+        let Some((line, bytes)) = self.next_line()? else {
+            return Err(ReadError::MissingHeader { file });
+        };
+        let value = serde_json::from_slice(&bytes).map_err(|error| ReadError::NotHeader {
+            file,
+            generation: None,
+            detail: format!("not JSON: {error}"),
+        })?;
+        Ok((value, line))
+    }
+
+    /// The next complete record; `None` at the end (recording a torn tail).
+    fn next_line(&mut self) -> Result<Option<(u64, Vec<u8>)>, ReadError> {
+        loop {
+            let mut rest = &self.chunk[self.pos..self.len];
+            let before = rest.len();
+            match self.scanner.next_record(&mut rest) {
+                Ok(Some(record)) => {
+                    let found = (record.line, record.bytes.to_vec());
+                    self.pos += before - rest.len();
+                    return Ok(Some(found));
+                }
+                Ok(None) => self.pos = self.len,
+                Err(LineError::RecordTooLarge { line, limit, .. }) => {
+                    return Err(ReadError::TooLarge {
+                        at: self.at(line),
+                        limit,
+                    })
+                }
+            }
+            let read = loop {
+                match self.source.read(&mut self.chunk) {
+                    Ok(read) => break read,
+                    Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(error) if error.kind() == io::ErrorKind::InvalidData && self.zstd => {
+                        return Err(ReadError::Corrupt {
+                            file: self.file.clone(),
+                            generation: self.generation,
+                            detail: error.to_string(),
+                        })
+                    }
+                    Err(source) => {
+                        return Err(ReadError::Io {
+                            file: self.file.clone(),
+                            source,
+                        })
+                    }
+                }
+            };
+            self.pos = 0;
+            self.len = read;
+            if read == 0 {
+                self.torn = self.scanner.trailing_fragment().map(|fragment| TornTail {
+                    line: fragment.line,
+                    offset: fragment.offset,
+                    len: fragment.bytes.len() as u64,
+                });
+                return Ok(None);
+            }
+        }
+    }
+
+    fn decode(&mut self, line: u64, bytes: &[u8]) -> Result<(), ReadError> {
+        let value: Value = serde_json::from_slice(bytes).map_err(|error| ReadError::Json {
+            at: self.at(line),
+            detail: error.to_string(),
+        })?;
+        if self.generation <= Generation::V1 {
+            match decode_row(&value) {
+                Ok(Some(row)) => {
+                    self.pending.extend(row.expand());
+                    self.pending_line = line;
+                    return Ok(());
+                }
+                Ok(None) => {}
+                Err(source) => {
+                    return Err(ReadError::MalformedRow {
+                        at: self.at(line),
+                        source,
+                    })
+                }
+            }
+        } else {
+            let value = self.expand_ranges(line, value)?;
+            self.pending.push_back(value);
+            self.pending_line = line;
+            return Ok(());
+        }
+        self.pending.push_back(value);
+        self.pending_line = line;
+        Ok(())
+    }
+
+    /// v2 stores `sourceEventSeqs` range-encoded (session-core §10.1); an unknown ignorable
+    /// event's metadata is opaque and stays as written.
+    fn expand_ranges(&self, line: u64, mut value: Value) -> Result<Value, ReadError> {
+        let Value::Object(map) = &mut value else {
+            return Ok(value);
+        };
+        let opaque = map.get("ignorable") == Some(&Value::Bool(true))
+            && map
+                .get("type")
+                .and_then(Value::as_str)
+                .is_some_and(|tag| !self.generation.is_known_type(&EventType::parse(tag)));
+        if opaque {
+            return Ok(value);
+        }
+        let Some(seq) = map
+            .get("seq")
+            .filter(|seq| js::is_non_negative_safe_integer(seq))
+            .and_then(js::number)
+        else {
+            return Ok(value);
+        };
+        let Some(stored) = map.get_mut("sourceEventSeqs") else {
+            return Ok(value);
+        };
+        let seqs = decode_source_seqs(stored, seq as u64).map_err(|source| ReadError::Sources {
+            at: self.at(line),
+            source,
+        })?;
+        *stored = Value::Array(seqs.into_iter().map(Value::from).collect());
+        Ok(value)
+    }
+}
+
+fn line_reader(path: &Path, zstd: bool, file: &str) -> Result<LegacyReader, ReadError> {
+    let handle = File::open(path).map_err(|source| ReadError::Io {
+        file: file.to_owned(),
+        source,
+    })?;
+    let buffered = BufReader::with_capacity(256 * 1024, handle);
+    let source: Box<dyn Read + Send> = if zstd {
+        Box::new(ZstdSource::new(buffered).map_err(|source| ReadError::Io {
+            file: file.to_owned(),
+            source,
+        })?)
+    } else {
+        Box::new(buffered)
+    };
+    Ok(LegacyReader::new(source, zstd, file))
+}
+
+impl Iterator for LegacyReader {
+    type Item = Result<LogRecord, ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                self.next_seq += 1;
+                return Some(Ok(LogRecord {
+                    line: self.pending_line,
+                    event,
+                }));
+            }
+            if self.done {
+                return None;
+            }
+            let step = self.next_line().and_then(|found| match found {
+                Some((line, bytes)) => self.decode(line, &bytes).map(|()| true),
+                None => Ok(false),
+            });
+            match step {
+                Ok(true) => {}
+                Ok(false) => {
+                    self.done = true;
+                    return None;
+                }
+                Err(error) => {
+                    self.done = true;
+                    return Some(Err(error));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

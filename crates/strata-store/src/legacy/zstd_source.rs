@@ -1,0 +1,222 @@
+//! A streaming reader of a zstd session artifact: concatenated checksummed frames decoded one
+//! after another into one plaintext stream (persistence §2.5), without holding the file.
+//!
+//! The V3 store reads zstd logs whole (it needs frame offsets for repair); a migration source
+//! can be far larger than memory, so this reader pulls compressed bytes through a `BufRead` and
+//! keeps only the decoder's window and one output buffer.
+//!
+//! Invariants:
+//! - Every frame must start with the zstd frame magic; skippable frames and garbage are
+//!   corruption (`InvalidData`), as in dsh.
+//! - A complete frame's checksum is verified by the decoder, and its plaintext must end with
+//!   `\n`; otherwise the artifact is corrupt.
+//! - Input ending inside a frame is a torn final frame: what it decoded has been served, reading
+//!   ends, and [`ZstdSource::is_torn`] says so (the line scanner then sees any unterminated
+//!   record as a torn tail).
+
+use std::io::{self, BufRead, Read};
+
+use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
+
+const FRAME_MAGIC: [u8; 4] = 0xFD2F_B528_u32.to_le_bytes();
+
+/// Decodes a zstd artifact frame by frame.
+pub struct ZstdSource<R> {
+    inner: R,
+    decoder: Decoder<'static>,
+    /// Bytes of the next frame's magic collected so far (a frame starts when all 4 match).
+    magic: Vec<u8>,
+    in_frame: bool,
+    /// The last plaintext byte the current frame produced.
+    last_byte: Option<u8>,
+    out: Vec<u8>,
+    /// Invariant: `out_pos <= out.len()`; `out[out_pos..]` is not yet served.
+    out_pos: usize,
+    torn: bool,
+    /// Corruption found after decoding plaintext that is served first.
+    failure: Option<String>,
+    /// Compressed bytes consumed so far.
+    offset: u64,
+}
+
+impl<R: BufRead> ZstdSource<R> {
+    /// Reads the artifact from `inner`.
+    pub fn new(inner: R) -> io::Result<ZstdSource<R>> {
+        Ok(ZstdSource {
+            inner,
+            decoder: Decoder::new()?,
+            magic: Vec::with_capacity(4),
+            in_frame: false,
+            last_byte: None,
+            out: Vec::with_capacity(128 * 1024),
+            out_pos: 0,
+            torn: false,
+            failure: None,
+            offset: 0,
+        })
+    }
+
+    /// Whether the artifact ended inside a frame (a torn final append).
+    pub fn is_torn(&self) -> bool {
+        self.torn
+    }
+
+    fn corrupt(&self, detail: String) -> io::Error {
+        io::Error::new(io::ErrorKind::InvalidData, detail)
+    }
+
+    /// Decodes more plaintext into `out`; `false` at the end of the artifact.
+    fn fill(&mut self) -> io::Result<bool> {
+        if let Some(detail) = self.failure.take() {
+            return Err(self.corrupt(detail));
+        }
+        loop {
+            let input = match self.inner.fill_buf() {
+                Ok(input) => input,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error) => return Err(error),
+            };
+            if input.is_empty() {
+                if self.in_frame || !self.magic.is_empty() {
+                    self.torn = true;
+                }
+                return Ok(false);
+            }
+            if !self.in_frame {
+                // Collect the 4-byte magic, then hand it to the decoder first.
+                let need = 4 - self.magic.len();
+                let take = need.min(input.len());
+                self.magic.extend_from_slice(&input[..take]);
+                self.inner.consume(take);
+                self.offset += take as u64;
+                if self.magic.len() < 4 {
+                    continue;
+                }
+                if self.magic != FRAME_MAGIC {
+                    return Err(
+                        self.corrupt(format!("bad frame magic at offset {}", self.offset - 4))
+                    );
+                }
+                self.decoder.reinit()?;
+                let magic = std::mem::take(&mut self.magic);
+                let mut magic_in = InBuffer::around(&magic);
+                let mut sink = OutBuffer::around(&mut self.out);
+                self.decoder.run(&mut magic_in, &mut sink)?;
+                self.in_frame = true;
+                self.last_byte = None;
+                continue;
+            }
+            let before = self.out.len();
+            if self.out.capacity() - before < 64 * 1024 {
+                self.out.reserve(128 * 1024);
+            }
+            let mut in_buffer = InBuffer::around(input);
+            let mut out_buffer = OutBuffer::around_pos(&mut self.out, before);
+            let hint = self
+                .decoder
+                .run(&mut in_buffer, &mut out_buffer)
+                .map_err(|error| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("zstd frame does not decompress: {error}"),
+                    )
+                })?;
+            let produced = out_buffer.pos();
+            let consumed = in_buffer.pos();
+            self.inner.consume(consumed);
+            self.offset += consumed as u64;
+            if produced > before {
+                self.last_byte = self.out.get(produced - 1).copied();
+            }
+            if hint == 0 {
+                self.in_frame = false;
+                if self.last_byte.is_some_and(|byte| byte != b'\n') {
+                    // Serve the complete records before the torn one, then fail.
+                    self.failure = Some(format!(
+                        "complete frame ending at offset {} contains a torn JSONL record",
+                        self.offset
+                    ));
+                    if produced == before {
+                        let detail = self.failure.take().unwrap_or_default();
+                        return Err(self.corrupt(detail));
+                    }
+                }
+            }
+            if produced > before {
+                return Ok(true);
+            }
+        }
+    }
+}
+
+impl<R: BufRead> Read for ZstdSource<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.out_pos == self.out.len() {
+            self.out.clear();
+            self.out_pos = 0;
+            if !self.fill()? {
+                return Ok(0);
+            }
+        }
+        let available = &self.out[self.out_pos..];
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        self.out_pos += n;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use super::*;
+    use crate::zstd::{FrameCompressor, DEFAULT_LEVEL};
+
+    fn artifact(frames: &[&[u8]]) -> Vec<u8> {
+        let mut compressor = FrameCompressor::new(DEFAULT_LEVEL).unwrap();
+        frames
+            .iter()
+            .flat_map(|frame| compressor.frame(frame).unwrap())
+            .collect()
+    }
+
+    fn read_all(bytes: &[u8]) -> (io::Result<Vec<u8>>, bool) {
+        let mut source = ZstdSource::new(io::BufReader::with_capacity(7, bytes)).unwrap();
+        let mut out = Vec::new();
+        let result = source.read_to_end(&mut out).map(|_| out);
+        (result, source.is_torn())
+    }
+
+    #[test]
+    fn concatenated_frames_stream_as_one_plaintext() {
+        let bytes = artifact(&[b"header\n", b"a\nb\n", b"c\n"]);
+        let (plain, torn) = read_all(&bytes);
+        assert_eq!(plain.unwrap(), b"header\na\nb\nc\n");
+        assert!(!torn);
+    }
+
+    #[test]
+    fn a_cut_final_frame_is_torn_not_corrupt() {
+        let bytes = artifact(&[b"header\n", b"a\nb\n"]);
+        let first_len = artifact(&[b"header\n"]).len();
+        for cut in first_len + 1..bytes.len() {
+            let (plain, torn) = read_all(&bytes[..cut]);
+            let plain = plain.unwrap();
+            assert!(torn, "cut at {cut}");
+            assert!(plain.starts_with(b"header\n"));
+        }
+    }
+
+    #[test]
+    fn garbage_and_torn_records_in_complete_frames_are_corrupt() {
+        let (result, _) = read_all(b"not zstd at all\n");
+        assert_eq!(result.unwrap_err().kind(), io::ErrorKind::InvalidData);
+        let bytes = artifact(&[b"header\n", b"no newline"]);
+        let (result, _) = read_all(&bytes);
+        assert!(result
+            .unwrap_err()
+            .to_string()
+            .contains("torn JSONL record"));
+    }
+}

@@ -1,0 +1,322 @@
+//! `strata migrate FILE`: validate an older-generation log, carry it through the edges to V3,
+//! write `session.v3.jsonl[.zstd]` beside it, verify what was written, publish it.
+//!
+//! Order, and what each failure leaves behind:
+//! 1. The source is validated under its own generation's rules (a streaming pass). An invalid
+//!    source is refused here: nothing has been written.
+//! 2. The source is read again and streamed through the edges into an exclusive temporary file
+//!    next to the target (raw lines, or zstd frames of about 1 MiB of plaintext each), then
+//!    fsynced. Any failure removes the temporary file.
+//! 3. The temporary file is re-read with the native V3 reader and validated under V3 rules; its
+//!    derived messages must say what the source's said (same roles, text, tool calls and
+//!    results, in order; the system prompt, now a message, is set aside). A failure removes it.
+//! 4. It is published with `link` (which never replaces an existing file) and the directory is
+//!    fsynced; the temporary name is removed. The source is never opened for writing.
+//!
+//! Invariant: every pass streams; memory holds one record, one model attempt, the edges'
+//! run-length seq maps and the validators' surface state, independent of the log's length.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufReader, BufWriter, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use strata_core::json::json_equal;
+use strata_core::{Generation, SessionHeader};
+
+use super::chain::migrate_events;
+use super::error::MigrateError;
+use super::stage::{StageContext, Staged};
+use super::verify::{validate_source, verify_target, Verified};
+use crate::codec::{encode_header_line, TornTail};
+use crate::layout::session_file_name;
+use crate::legacy::{sniff, LegacyReader, ReadError};
+use crate::ranges::encode_source_seqs;
+use crate::zstd::{FrameCompressor, DEFAULT_LEVEL};
+
+/// Plaintext bytes per zstd frame written by a migration (persistence §2.10: ~1 MiB slices).
+pub const FRAME_PLAINTEXT_LEN: usize = 1 << 20;
+
+/// What a successful migration did.
+#[derive(Clone, Debug)]
+pub struct MigrateReport {
+    /// The source log (unchanged).
+    pub source: PathBuf,
+    /// The published V3 log.
+    pub target: PathBuf,
+    /// The source's generation.
+    pub source_generation: Generation,
+    /// Events in the source log.
+    pub n_source_events: u64,
+    /// Events in the V3 log.
+    pub n_target_events: u64,
+    /// Derived messages of the source (the V3 log has these plus its system prompt).
+    pub n_messages: usize,
+    /// An unterminated final record of the source, left out of the migration.
+    pub torn_tail: Option<TornTail>,
+}
+
+/// The path `strata migrate` writes for `source`: `session.v3.jsonl`, plus `.zstd` for a zstd
+/// source, in the same directory.
+pub fn target_path(source: &Path, zstd: bool) -> PathBuf {
+    source.with_file_name(session_file_name(3, zstd))
+}
+
+/// Migrates the log at `source` to V3 beside it (see the module documentation).
+pub fn migrate_file(source: &Path) -> Result<MigrateReport, MigrateError> {
+    let file = source.display().to_string();
+    let (generation, hint) = sniff(source)?;
+    if generation == Generation::V3 {
+        return Err(MigrateError::AlreadyNative { file });
+    }
+    let target = target_path(source, hint.zstd);
+    if target.exists() {
+        return Err(MigrateError::TargetExists { path: target });
+    }
+    // Pass 1: the source must be valid under its own rules before anything is written.
+    let before = validate_source(source)?;
+
+    // Pass 2: stream through the edges into an exclusive temporary file.
+    let temp = temp_path(&target);
+    let written = write_temp(source, &temp, hint.zstd);
+    let n_target_events = match written {
+        Ok(n) => n,
+        Err(error) => {
+            let _ = fs::remove_file(&temp);
+            return Err(error);
+        }
+    };
+
+    // Pass 3: re-read and validate as V3; the messages must say the same thing.
+    let verified = verify_target(&temp, hint.zstd).and_then(|after| {
+        compare_messages(&before, &after).map_err(|detail| MigrateError::Verify {
+            path: temp.clone(),
+            detail,
+        })?;
+        Ok(after)
+    });
+    if let Err(error) = verified {
+        let _ = fs::remove_file(&temp);
+        return Err(error);
+    }
+
+    // Publish without ever replacing a file.
+    let published = fs::hard_link(&temp, &target);
+    let _ = fs::remove_file(&temp);
+    match published {
+        Ok(()) => {}
+        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
+            return Err(MigrateError::TargetExists { path: target })
+        }
+        Err(source_error) => {
+            return Err(MigrateError::Io {
+                op: "publish",
+                path: target,
+                source: source_error,
+            })
+        }
+    }
+    let dir = target.parent().unwrap_or_else(|| Path::new("."));
+    File::open(dir)
+        .and_then(|handle| handle.sync_all())
+        .map_err(|source_error| MigrateError::Io {
+            op: "fsync directory",
+            path: dir.to_path_buf(),
+            source: source_error,
+        })?;
+    Ok(MigrateReport {
+        source: source.to_path_buf(),
+        target,
+        source_generation: generation,
+        n_source_events: before.n_events,
+        n_target_events,
+        n_messages: before.messages.len(),
+        torn_tail: before.torn_tail,
+    })
+}
+
+fn temp_path(target: &Path) -> PathBuf {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nonce = (u64::from(std::process::id()) << 20) ^ COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut name = target.as_os_str().to_owned();
+    name.push(format!(".{nonce:012x}.migrating.tmp"));
+    PathBuf::from(name)
+}
+
+/// Streams the source through the edges into `temp`; returns the number of V3 events.
+fn write_temp(source: &Path, temp: &Path, zstd: bool) -> Result<u64, MigrateError> {
+    let io_error = |op: &'static str| {
+        move |source_error: io::Error| MigrateError::Io {
+            op,
+            path: temp.to_path_buf(),
+            source: source_error,
+        }
+    };
+    let reader = LegacyReader::open(source)?;
+    let context = StageContext {
+        file: Arc::from(reader.file()),
+        source_generation: reader.generation(),
+        session_id: Arc::from(
+            reader
+                .header()
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        ),
+    };
+    let header = reader.header().clone();
+    let events = reader.map(|item| {
+        item.map(|record| Staged::from_source(record.line, record.event))
+            .map_err(MigrateError::from)
+    });
+    let migrated = migrate_events(&header, events, context.clone())?;
+    let v3_header = SessionHeader::from_value(Value::Object(migrated.header), Generation::V3)
+        .map_err(|source_error| MigrateError::Unsupported {
+            at: crate::legacy::At {
+                file: context.file.to_string(),
+                generation: context.source_generation,
+                line: 1,
+                seq: None,
+            },
+            edge: "v2→v3",
+            detail: format!("the migrated header is not a valid v3 header: {source_error}"),
+        })?;
+    let handle = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(temp)
+        .map_err(io_error("create"))?;
+    let mut out = BufWriter::with_capacity(4 << 20, handle);
+    let mut compressor = if zstd {
+        Some(FrameCompressor::new(DEFAULT_LEVEL).map_err(io_error("start zstd for"))?)
+    } else {
+        None
+    };
+    let mut batch = Vec::with_capacity(FRAME_PLAINTEXT_LEN + 64 * 1024);
+    encode_header_line(&v3_header, &mut batch).map_err(|codec| MigrateError::Io {
+        op: "encode header for",
+        path: temp.to_path_buf(),
+        source: io::Error::other(codec.to_string()),
+    })?;
+    // The header is a frame of its own (persistence §2.5).
+    flush_batch(&mut out, compressor.as_mut(), &mut batch).map_err(io_error("write"))?;
+    let mut n_events = 0u64;
+    for item in migrated.events {
+        let staged = item?;
+        encode_v3_line(&staged.event, &mut batch);
+        n_events += 1;
+        if batch.len() >= FRAME_PLAINTEXT_LEN {
+            flush_batch(&mut out, compressor.as_mut(), &mut batch).map_err(io_error("write"))?;
+        }
+    }
+    flush_batch(&mut out, compressor.as_mut(), &mut batch).map_err(io_error("write"))?;
+    let handle = out.into_inner().map_err(|error| MigrateError::Io {
+        op: "write",
+        path: temp.to_path_buf(),
+        source: error.into_error(),
+    })?;
+    handle.sync_all().map_err(io_error("fsync"))?;
+    Ok(n_events)
+}
+
+fn flush_batch(
+    out: &mut impl Write,
+    compressor: Option<&mut FrameCompressor>,
+    batch: &mut Vec<u8>,
+) -> io::Result<()> {
+    if batch.is_empty() {
+        return Ok(());
+    }
+    match compressor {
+        Some(compressor) => out.write_all(&compressor.frame(batch)?)?,
+        None => out.write_all(batch)?,
+    }
+    batch.clear();
+    Ok(())
+}
+
+/// Appends one V3 event line: compact JSON in the event's key order, `sourceEventSeqs` in the
+/// JSONL range encoding (session-core §10.1).
+pub fn encode_v3_line(event: &Map<String, Value>, out: &mut Vec<u8>) {
+    let sources: Option<Vec<u64>> = match event.get("sourceEventSeqs") {
+        Some(Value::Array(items)) => items.iter().map(Value::as_u64).collect(),
+        _ => None,
+    };
+    out.push(b'{');
+    for (position, (key, value)) in event.iter().enumerate() {
+        if position > 0 {
+            out.push(b',');
+        }
+        let _ = serde_json::to_writer(&mut *out, key);
+        out.push(b':');
+        match (key.as_str(), &sources) {
+            ("sourceEventSeqs", Some(seqs)) => {
+                let _ = serde_json::to_writer(&mut *out, &encode_source_seqs(seqs));
+            }
+            _ => {
+                let _ = serde_json::to_writer(&mut *out, value);
+            }
+        }
+    }
+    out.extend_from_slice(b"}\n");
+}
+
+/// Checks that the V3 messages say what the source's did: the same messages in the same
+/// order once the system prompt messages are set aside. The one normalization allowed is the
+/// one the v2→v3 edge makes: a tool result recorded with `error` is marked `isError: true`.
+pub fn compare_messages(before: &Verified, after: &Verified) -> Result<(), String> {
+    let after_messages: Vec<&Value> = after
+        .messages
+        .iter()
+        .filter(|message| message.get("role").and_then(Value::as_str) != Some("system"))
+        .collect();
+    if before.messages.len() != after_messages.len() {
+        return Err(format!(
+            "the source derives {} messages but the v3 log derives {} (besides its system prompt)",
+            before.messages.len(),
+            after_messages.len()
+        ));
+    }
+    for (index, (old, new)) in before.messages.iter().zip(after_messages).enumerate() {
+        if !json_equal(old, new) && !equal_but_marked_error(old, new) {
+            return Err(format!(
+                "derived message {index} differs: before {old}, after {new}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `old` and `new` are equal except that `new` marks its tool-result block `isError: true`.
+fn equal_but_marked_error(old: &Value, new: &Value) -> bool {
+    let mut old = old.clone();
+    if let Some(Value::Object(block)) = old
+        .get_mut("content")
+        .and_then(|content| content.get_mut(0))
+    {
+        if block.get("type").and_then(Value::as_str) == Some("tool-result") {
+            block.insert("isError".into(), Value::Bool(true));
+        }
+    }
+    json_equal(&old, new)
+}
+
+/// Opens a migrated V3 file for reading (raw, or zstd frames).
+pub(crate) fn open_v3(path: &Path, zstd: bool) -> Result<Box<dyn io::Read + Send>, ReadError> {
+    let file = path.display().to_string();
+    let handle = File::open(path).map_err(|source| ReadError::Io { file, source })?;
+    let buffered = BufReader::with_capacity(256 * 1024, handle);
+    if zstd {
+        let source = crate::legacy::ZstdSource::new(buffered).map_err(|source| ReadError::Io {
+            file: path.display().to_string(),
+            source,
+        })?;
+        Ok(Box::new(source))
+    } else {
+        Ok(Box::new(buffered))
+    }
+}

@@ -1,0 +1,215 @@
+//! Seq remapping for a migration stage that changes the number of events (persistence §2.10:
+//! "renumbers densely and remaps every declared same-session reference").
+//!
+//! A stage keeps some input events (each gets the next output seq), drops some (v0 chunk
+//! events, consumed into an embedded stream) and inserts new ones (attempts, markers, system
+//! prompts). [`SeqMap`] answers "which output seq does input seq `s` have now" for every
+//! earlier input event, and [`remap_references`] rewrites every field that holds a same-session
+//! seq: the envelope `sourceEventSeqs` and replace endpoints, `command/done.sourceEventSeq`,
+//! `compaction/summary|prune` `shadowedRange`/`shadowedSeqs`, and `session/title(-llm-request)`
+//! `messageSeqs` (session-core §3.2 notes).
+//!
+//! Invariant: the map stores one entry per *run* of kept or dropped input seqs (a change of
+//! offset), not one per event, so its size grows with the number of model attempts, not with
+//! the number of chunk events (16 bytes per run).
+
+use serde_json::{Map, Value};
+
+use crate::legacy::js_seq;
+
+/// Why a reference could not be remapped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unmapped {
+    /// The referenced event was consumed by the stage (a chunk embedded into a stream).
+    Consumed,
+    /// The reference is not to an earlier event of the input.
+    NotEarlier,
+}
+
+/// Input seq → output seq for one stage.
+#[derive(Clone, Debug, Default)]
+pub struct SeqMap {
+    /// `(first input seq of a run, output - input)`, sorted by input seq; kept runs only.
+    kept: Vec<(u64, i64)>,
+    /// Inclusive dropped input ranges, sorted and coalesced.
+    dropped: Vec<(u64, u64)>,
+    /// The next input seq the stage expects (every smaller input seq was kept or dropped).
+    next_input: u64,
+}
+
+impl SeqMap {
+    /// Records that input seq `input` became output seq `output`.
+    pub fn keep(&mut self, input: u64, output: u64) {
+        let delta = output as i64 - input as i64;
+        // Dropped seqs are answered from `dropped` first, so a run only ends when the offset does.
+        if self.kept.last().is_none_or(|&(_, last)| last != delta) {
+            self.kept.push((input, delta));
+        }
+        self.next_input = input + 1;
+    }
+
+    /// Records that input seq `input` has no output event of its own.
+    pub fn drop_seq(&mut self, input: u64) {
+        match self.dropped.last_mut() {
+            Some((_, end)) if *end + 1 == input => *end = input,
+            _ => self.dropped.push((input, input)),
+        }
+        self.next_input = input + 1;
+    }
+
+    /// The output seq of an earlier input event.
+    pub fn map(&self, input: u64) -> Result<u64, Unmapped> {
+        if input >= self.next_input {
+            return Err(Unmapped::NotEarlier);
+        }
+        let dropped = self
+            .dropped
+            .partition_point(|&(start, _)| start <= input)
+            .checked_sub(1)
+            .is_some_and(|index| self.dropped[index].1 >= input);
+        if dropped {
+            return Err(Unmapped::Consumed);
+        }
+        let index = self
+            .kept
+            .partition_point(|&(start, _)| start <= input)
+            .checked_sub(1)
+            .ok_or(Unmapped::NotEarlier)?;
+        let delta = self.kept[index].1;
+        Ok((input as i64 + delta) as u64)
+    }
+
+    /// How many runs the map holds (its memory is 16 bytes per run).
+    pub fn n_runs(&self) -> usize {
+        self.kept.len() + self.dropped.len()
+    }
+}
+
+/// A reference that could not be remapped: which field and which seq.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadReference {
+    /// The field, e.g. `sourceEventSeqs` or `data.shadowedSeqs`.
+    pub field: &'static str,
+    /// The referenced input seq.
+    pub target: u64,
+    /// Why.
+    pub reason: Unmapped,
+}
+
+/// Rewrites every same-session seq reference of one event through `map`.
+///
+/// Values that are not seqs (absent, `null`, strings) are left alone: the event rules, not the
+/// migration, judge them. `replace_keys` names the replace endpoints as the input spells them.
+pub fn remap_references(
+    event: &mut Map<String, Value>,
+    map: &SeqMap,
+    replace_keys: (&str, &str),
+) -> Result<(), BadReference> {
+    let remap_one = |value: &mut Value, field: &'static str| -> Result<(), BadReference> {
+        if let Some(input) = js_seq(value) {
+            let output = map.map(input).map_err(|reason| BadReference {
+                field,
+                target: input,
+                reason,
+            })?;
+            *value = Value::from(output);
+        }
+        Ok(())
+    };
+    let remap_list = |value: Option<&mut Value>, field: &'static str| -> Result<(), BadReference> {
+        if let Some(Value::Array(items)) = value {
+            for item in items {
+                remap_one(item, field)?;
+            }
+        }
+        Ok(())
+    };
+    remap_list(event.get_mut("sourceEventSeqs"), "sourceEventSeqs")?;
+    if let Some(Value::Object(op)) = event.get_mut("surfaceOp") {
+        if let Some(start) = op.get_mut(replace_keys.0) {
+            remap_one(start, "surfaceOp start")?;
+        }
+        if let Some(end) = op.get_mut(replace_keys.1) {
+            remap_one(end, "surfaceOp end")?;
+        }
+    }
+    let tag = event
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let Some(Value::Object(data)) = event.get_mut("data") else {
+        return Ok(());
+    };
+    match tag.as_str() {
+        "command/done" => {
+            if let Some(value) = data.get_mut("sourceEventSeq") {
+                remap_one(value, "data.sourceEventSeq")?;
+            }
+        }
+        "compaction/summary" | "compaction/prune" => {
+            if let Some(Value::Object(range)) = data.get_mut("shadowedRange") {
+                for key in ["start", "end"] {
+                    if let Some(value) = range.get_mut(key) {
+                        remap_one(value, "data.shadowedRange")?;
+                    }
+                }
+            }
+            remap_list(data.get_mut("shadowedSeqs"), "data.shadowedSeqs")?;
+        }
+        "session/title" | "session/title-llm-request" => {
+            remap_list(data.get_mut("messageSeqs"), "data.messageSeqs")?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn kept_dropped_and_inserted_runs_map_densely() {
+        let mut map = SeqMap::default();
+        // input 0,1 kept as 0,1; 2..=4 dropped; an insert takes output 2; 5 → 3; 6 → 4.
+        map.keep(0, 0);
+        map.keep(1, 1);
+        for input in 2..=4 {
+            map.drop_seq(input);
+        }
+        map.keep(5, 3);
+        map.keep(6, 4);
+        assert_eq!(map.map(1), Ok(1));
+        assert_eq!(map.map(3), Err(Unmapped::Consumed));
+        assert_eq!(map.map(5), Ok(3));
+        assert_eq!(map.map(6), Ok(4));
+        assert_eq!(map.map(7), Err(Unmapped::NotEarlier));
+        assert_eq!(map.n_runs(), 3);
+    }
+
+    #[test]
+    fn every_declared_reference_is_remapped() {
+        let mut map = SeqMap::default();
+        map.keep(0, 0);
+        map.drop_seq(1);
+        for input in 2..10 {
+            map.keep(input, input - 1);
+        }
+        let mut event = json!({"type":"compaction/summary","seq":9,"data":{"shadowedRange":{"start":2,"end":4},"shadowedSeqs":[2,3,4]},"sourceEventSeqs":[0,2],"surfaceOp":{"op":"replace","start":2,"end":4}});
+        remap_references(event.as_object_mut().unwrap(), &map, ("start", "end")).unwrap();
+        assert_eq!(event["data"]["shadowedRange"], json!({"start":1,"end":3}));
+        assert_eq!(event["data"]["shadowedSeqs"], json!([1, 2, 3]));
+        assert_eq!(event["sourceEventSeqs"], json!([0, 1]));
+        assert_eq!(
+            event["surfaceOp"],
+            json!({"op":"replace","start":1,"end":3})
+        );
+        let mut bad = json!({"type":"command/done","data":{"sourceEventSeq":1}});
+        let error =
+            remap_references(bad.as_object_mut().unwrap(), &map, ("start", "end")).unwrap_err();
+        assert_eq!(error.reason, Unmapped::Consumed);
+    }
+}

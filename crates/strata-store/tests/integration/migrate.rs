@@ -1,0 +1,192 @@
+//! Migration of older generations to V3 (issue 4 item 3): `migrate_file` publishes
+//! `session.v3.jsonl[.zstd]` beside an untouched source, refuses invalid sources before
+//! writing, and the derived messages say the same thing before and after — on generated logs
+//! read raw, packed and zstd.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use strata_core::{Generation, SeedOptions, Session};
+use strata_store::legacy::pack_records;
+use strata_store::migrate::{migrate_file, validate_source, verify_target, MigrateError};
+use strata_store::{read_log, JsonlReader, ReaderOptions};
+
+const GENERATED: [&str; 2] = ["gen-e500-s11.jsonl", "gen-e700-s12-dense.jsonl"];
+
+fn generated(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/v0/generated")
+        .join(name)
+}
+
+/// Lays a generated log out as a v0 session directory entry, optionally packed and/or zstd.
+fn lay_out(dir: &Path, name: &str, packed: bool, zstd: bool) -> PathBuf {
+    let text = fs::read_to_string(generated(name)).unwrap();
+    let mut lines = text.lines();
+    let header = lines.next().unwrap().to_owned();
+    let events: Vec<Value> = lines
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let records = if packed {
+        pack_records(&events)
+    } else {
+        events
+    };
+    let mut body = String::new();
+    for record in &records {
+        body.push_str(&serde_json::to_string(record).unwrap());
+        body.push('\n');
+    }
+    let file_name = if zstd {
+        "session.jsonl.zstd"
+    } else {
+        "session.jsonl"
+    };
+    let path = dir.join(file_name);
+    let bytes = if zstd {
+        let mut out = zstd::bulk::compress(format!("{header}\n").as_bytes(), 3).unwrap();
+        out.extend(zstd::bulk::compress(body.as_bytes(), 3).unwrap());
+        out
+    } else {
+        format!("{header}\n{body}").into_bytes()
+    };
+    fs::File::create(&path).unwrap().write_all(&bytes).unwrap();
+    path
+}
+
+fn message_values(session: &Session) -> Vec<Value> {
+    session
+        .derive_messages()
+        .iter()
+        .map(|message| message.value().clone())
+        .collect()
+}
+
+#[test]
+fn generated_logs_migrate_raw_packed_and_zstd_with_the_same_messages() {
+    for name in GENERATED {
+        for (packed, zstd) in [(false, false), (true, false), (true, true)] {
+            let dir = tempfile::tempdir().unwrap();
+            let source = lay_out(dir.path(), name, packed, zstd);
+            let before_bytes = fs::read(&source).unwrap();
+            let before = validate_source(&source).unwrap();
+            let report = migrate_file(&source).unwrap();
+            assert_eq!(fs::read(&source).unwrap(), before_bytes, "source untouched");
+            let expected = if zstd {
+                "session.v3.jsonl.zstd"
+            } else {
+                "session.v3.jsonl"
+            };
+            assert_eq!(report.target, dir.path().join(expected));
+            assert_eq!(report.source_generation, Generation::V0);
+            assert!(
+                report.n_target_events < report.n_source_events,
+                "chunks were embedded"
+            );
+            // Only the source and the target remain: no temporary files.
+            assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
+
+            let after = verify_target(&report.target, zstd).unwrap();
+            let system: Vec<&Value> = after
+                .messages
+                .iter()
+                .filter(|m| m["role"] == "system")
+                .collect();
+            assert_eq!(system.len(), 1, "{name}: one system prompt message");
+            assert!(system[0]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("You are a coding agent."));
+            let rest: Vec<Value> = after
+                .messages
+                .iter()
+                .filter(|m| m["role"] != "system")
+                .cloned()
+                .collect();
+            assert_eq!(rest, before.messages, "{name} packed={packed} zstd={zstd}");
+            assert!(!rest.is_empty());
+
+            let again = migrate_file(&source).unwrap_err();
+            assert!(
+                matches!(again, MigrateError::TargetExists { .. }),
+                "{again}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_v3_log_reads_back_through_the_native_store_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = lay_out(dir.path(), GENERATED[1], false, false);
+    let report = migrate_file(&source).unwrap();
+    let stored = read_log(&report.target).unwrap();
+    assert_eq!(stored.header.generation(), Generation::V3);
+    assert!(!stored.header.is_seeded());
+    let session = Session::restore(stored.header, stored.events, SeedOptions::default()).unwrap();
+    // Node 0 is the system prompt (session-core §7.3).
+    let head = session.surface().nodes()[0];
+    assert_eq!(
+        session.event(head).unwrap().event_type().as_str(),
+        "system/message"
+    );
+    // Every assistant message embeds a stream; no assistant/chunk survives.
+    let text = fs::read_to_string(&report.target).unwrap();
+    assert!(!text.contains("assistant/chunk"));
+    assert!(!text.contains("\"system\":"));
+    let reader = JsonlReader::new(
+        fs::File::open(&report.target).unwrap(),
+        ReaderOptions::default(),
+    )
+    .unwrap();
+    let n_messages = reader
+        .filter_map(Result::ok)
+        .filter(|row| row.event.type_tag() == Some("assistant/message"))
+        .count();
+    assert!(n_messages > 0);
+    let _ = message_values(&session);
+}
+
+#[test]
+fn an_invalid_source_is_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = lay_out(dir.path(), GENERATED[0], false, false);
+    let text = fs::read_to_string(&source).unwrap();
+    // Break one replace: a missing source makes the summary uncovered (v0 rule S14).
+    let broken = text.replacen("\"sourceEventSeqs\":[", "\"sourceEventSeqs\":[9999999,", 1);
+    assert_ne!(broken, text);
+    fs::write(&source, broken).unwrap();
+    let error = migrate_file(&source).unwrap_err();
+    assert!(
+        matches!(error, MigrateError::InvalidSource { .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("v0"), "{error}");
+    assert_eq!(
+        fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "nothing written"
+    );
+}
+
+#[test]
+fn a_v3_source_and_a_newer_generation_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = lay_out(dir.path(), GENERATED[0], false, false);
+    let report = migrate_file(&source).unwrap();
+    let error = migrate_file(&report.target).unwrap_err();
+    assert!(
+        matches!(error, MigrateError::AlreadyNative { .. }),
+        "{error}"
+    );
+    let newer = dir.path().join("session.v7.jsonl");
+    fs::write(
+        &newer,
+        "{\"type\":\"session\",\"version\":7,\"id\":\"x\"}\n",
+    )
+    .unwrap();
+    let error = migrate_file(&newer).unwrap_err();
+    assert!(error.to_string().contains("uses log format v7"), "{error}");
+}
