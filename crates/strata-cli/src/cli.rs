@@ -48,6 +48,29 @@ pub enum Command {
         #[command(flatten)]
         format: Format,
     },
+    /// Chat with the agent on a session: type a prompt per line; tokens stream as they arrive
+    /// and tool calls are shown. Ctrl-C cancels the running turn (the partial answer is kept);
+    /// Ctrl-C at the prompt, Ctrl-D or `/quit` ends the chat. `/system TEXT` changes the system
+    /// prompt.
+    ///
+    /// Example: strata chat --session work --resume
+    Chat {
+        #[command(flatten)]
+        agent: AgentArgs,
+    },
+    /// Run one agent turn for PROMPT and exit (0 when the turn completed, 2 when it failed or
+    /// was cancelled).
+    ///
+    /// Example: strata run "What does src/main.rs do?" --json
+    Run {
+        /// What to ask.
+        prompt: String,
+        #[command(flatten)]
+        agent: AgentArgs,
+        /// Print one JSON object per appended event instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Output format flags shared by every subcommand.
@@ -56,4 +79,38 @@ pub struct Format {
     /// Print machine-readable JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Flags shared by the agent commands (`chat`, `run`).
+#[derive(Debug, Args, Clone)]
+pub struct AgentArgs {
+    /// Session id; a new session gets a fresh id when omitted.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Continue a stored session (the latest one when --session is omitted); a crashed turn is
+    /// closed first.
+    #[arg(long)]
+    pub resume: bool,
+    /// Where sessions live: a SQLite file, `jsonl:DIR` or `jsonl-zstd:DIR` (default:
+    /// $STRATA_STORE, else the embedded SQLite store under $STRATA_HOME or ~/.local/share/strata).
+    #[arg(long, value_name = "PATH")]
+    pub store: Option<String>,
+    /// Replay this scripted-model JSON file instead of calling the API (offline runs).
+    #[arg(long, value_name = "FILE")]
+    pub model_script: Option<PathBuf>,
+    /// Model name (default: $STRATA_MODEL, else deepseek-chat).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// System prompt.
+    #[arg(long, value_name = "TEXT")]
+    pub system: Option<String>,
+    /// Directory the tools are confined to (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
+    /// Let the model create and overwrite files in the working directory (write_file).
+    #[arg(long)]
+    pub allow_write: bool,
+    /// Let the model run shell commands in the working directory (run_command).
+    #[arg(long)]
+    pub allow_commands: bool,
 }

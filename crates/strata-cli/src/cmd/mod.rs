@@ -1,6 +1,9 @@
 //! Subcommands: each a short function of library calls, one module per subcommand.
 
+mod agent;
+mod chat;
 mod messages;
+mod run;
 mod surface;
 mod validate;
 
@@ -22,6 +25,12 @@ pub fn run(cli: Cli) -> anyhow::Result<Status> {
         Command::Validate { files, format } => validate::run(&files, format),
         Command::Surface { file, format } => surface::run(&file, format),
         Command::Messages { file, format } => messages::run(&file, format),
+        Command::Chat { agent } => chat::run(&agent),
+        Command::Run {
+            prompt,
+            agent,
+            json,
+        } => run::run(&prompt, &agent, json),
     }
 }
 

@@ -1,0 +1,208 @@
+//! What `chat` and `run` share: resolving the store, the session, the model and the tools from
+//! the flags into an [`Agent`], and printing what the agent does.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{anyhow, bail, Context};
+use strata_agent::agent::{new_id, Agent, AgentConfig, CallConfig, Clock, Observer, SystemClock};
+use strata_agent::llm::{ChatModel, HttpChatModel, LlmConfig, ScriptedModel, StreamEvent};
+use strata_agent::tools::{ToolSet, ToolsConfig, Workspace};
+use strata_core::{Event, EventType, HeaderSpec, SessionHeader};
+use strata_store::{Compression, Store};
+
+use crate::cli::AgentArgs;
+
+/// Opens the store named by `--store`, else `$STRATA_STORE`, else the default SQLite store.
+pub(crate) fn open_store(spec: Option<&str>) -> anyhow::Result<Store> {
+    let from_env = std::env::var("STRATA_STORE")
+        .ok()
+        .filter(|value| !value.is_empty());
+    let Some(spec) = spec.map(str::to_owned).or(from_env) else {
+        return Store::open_default().context("open the default store");
+    };
+    if let Some(dir) = spec.strip_prefix("jsonl:") {
+        return Ok(Store::jsonl(dir, Compression::None));
+    }
+    if let Some(dir) = spec.strip_prefix("jsonl-zstd:") {
+        return Ok(Store::jsonl(dir, Compression::Zstd));
+    }
+    let path = spec.strip_prefix("sqlite:").unwrap_or(&spec);
+    Store::sqlite(Path::new(path)).with_context(|| format!("open the store {path}"))
+}
+
+/// Builds the agent the flags describe, on a new or resumed session.
+pub(crate) fn build(args: &AgentArgs, observer: Arc<dyn Observer>) -> anyhow::Result<Agent> {
+    let store = open_store(args.store.as_deref())?;
+    let workdir = match &args.workdir {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().context("read the current directory")?,
+    };
+    let workspace = Workspace::new(&workdir)
+        .with_context(|| format!("use {} as the workspace", workdir.display()))?;
+    let (model, call, retry): (Arc<dyn ChatModel>, CallConfig, _) = match &args.model_script {
+        Some(file) => {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("read the model script {}", file.display()))?;
+            let model = ScriptedModel::from_json_str(&text)
+                .with_context(|| format!("model script {}", file.display()))?;
+            let name = args
+                .model
+                .clone()
+                .unwrap_or_else(|| LlmConfig::DEFAULT_MODEL.into());
+            let config = AgentConfig::new(CallConfig::new("scripted", name));
+            (Arc::new(model), config.call, config.retry)
+        }
+        None => {
+            let mut config = LlmConfig::from_env()?;
+            if let Some(model) = &args.model {
+                config.model.clone_from(model);
+            }
+            let provider = if config.base_url.contains("deepseek") {
+                "deepseek"
+            } else {
+                "openai-compatible"
+            };
+            let call = CallConfig::new(provider, config.model.clone());
+            let retry = config.retry_policy();
+            (Arc::new(HttpChatModel::new(config)?), call, retry)
+        }
+    };
+    let writer = match (&args.session, args.resume) {
+        (Some(id), true) => store.open_write(id)?,
+        (None, true) => {
+            let listing = store.list()?;
+            let latest = listing
+                .sessions
+                .first()
+                .ok_or_else(|| anyhow!("no stored session to resume"))?;
+            store.open_write(latest.id())?
+        }
+        (id, false) => {
+            let id = id.clone().unwrap_or_else(new_id);
+            if store.backend().exists(&id)? {
+                bail!("session {id:?} already exists; pass --resume to continue it");
+            }
+            let created_at = u64::try_from(SystemClock.now_ms()).unwrap_or(0);
+            let header = SessionHeader::new(HeaderSpec {
+                id,
+                created_at,
+                cwd: Some(workspace.root().display().to_string()),
+                ..HeaderSpec::default()
+            })?;
+            store.create(header)?
+        }
+    };
+    let tools = ToolSet::builtin(&ToolsConfig {
+        allow_write: args.allow_write,
+        allow_commands: args.allow_commands,
+        ..ToolsConfig::default()
+    });
+    let mut config = AgentConfig::new(call);
+    config.retry = retry;
+    config.system_prompt = args.system.clone().unwrap_or_default();
+    Ok(Agent::new(writer, model, tools, workspace, config).with_observer(observer))
+}
+
+/// Prints one JSON object per appended event (`strata run --json`).
+pub(crate) struct JsonLines;
+
+impl Observer for JsonLines {
+    fn event(&self, event: &Arc<Event>) {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}", event.to_json());
+    }
+}
+
+/// Prints for people: answer text on stdout as it streams; reasoning, tool calls, results and
+/// warnings on stderr.
+#[derive(Default)]
+pub(crate) struct Console {
+    /// Whether stdout (answer text) and stderr (reasoning) are in the middle of a line.
+    open: Mutex<(bool, bool)>,
+}
+
+impl Console {
+    fn open(&self) -> std::sync::MutexGuard<'_, (bool, bool)> {
+        self.open
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Ends any line a stream left open, so the next output starts on its own line.
+    fn end_lines(&self) {
+        let mut open = self.open();
+        if open.0 {
+            println!();
+        }
+        if open.1 {
+            eprintln!();
+        }
+        *open = (false, false);
+    }
+}
+
+impl Observer for Console {
+    fn stream(&self, event: &StreamEvent) {
+        let mut open = self.open();
+        match event {
+            StreamEvent::TextDelta { text } => {
+                if open.1 {
+                    eprintln!();
+                    open.1 = false;
+                }
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(text.as_bytes());
+                let _ = out.flush();
+                open.0 = true;
+            }
+            StreamEvent::ReasoningDelta { text } => {
+                let mut err = std::io::stderr().lock();
+                let _ = err.write_all(text.as_bytes());
+                open.1 = true;
+            }
+            _ => {}
+        }
+    }
+
+    fn event(&self, event: &Arc<Event>) {
+        let data = event.data();
+        match event.event_type() {
+            EventType::AssistantMessage | EventType::AssistantAttempt => self.end_lines(),
+            EventType::ToolCall => {
+                self.end_lines();
+                eprintln!(
+                    "→ {} {}",
+                    data["name"].as_str().unwrap_or(""),
+                    data["arguments"].as_str().unwrap_or("")
+                );
+            }
+            EventType::ToolResult => {
+                let block = &data["message"]["content"][0];
+                let text = block["content"][0]["text"].as_str().unwrap_or("");
+                let first = text.lines().next().unwrap_or("");
+                match data.get("error") {
+                    Some(error) => {
+                        eprintln!("← {} {first}", error["code"].as_str().unwrap_or("error"))
+                    }
+                    None => eprintln!("← ok ({} lines) {first}", text.lines().count()),
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn warning(&self, message: &str) {
+        self.end_lines();
+        eprintln!("warning: {message}");
+    }
+}
+
+/// A tokio runtime for one command.
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("start the async runtime")
+}

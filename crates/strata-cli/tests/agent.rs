@@ -1,0 +1,348 @@
+//! End-to-end tests of `strata run` and `strata chat` on the built binary: scripted offline
+//! turns, the `--json` event stream, and a SIGKILL during a tool body followed by `--resume`
+//! against a local HTTP model that records what it is told.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use strata_store::Store;
+
+fn strata() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_strata"))
+}
+
+fn demo_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../strata-agent/scripts/demo.json")
+}
+
+fn write_script(dir: &Path, name: &str, json: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, json).unwrap();
+    path
+}
+
+fn json_lines(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|error| panic!("{error}: {line}")))
+        .collect()
+}
+
+fn types(events: &[Value]) -> Vec<&str> {
+    events
+        .iter()
+        .filter_map(|event| event["type"].as_str())
+        .collect()
+}
+
+#[test]
+fn run_json_prints_every_appended_event_of_the_demo() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("strata.db");
+    let output = strata()
+        .args([
+            "run",
+            "What is in this directory?",
+            "--json",
+            "--session",
+            "demo",
+        ])
+        .arg("--store")
+        .arg(&store)
+        .arg("--model-script")
+        .arg(demo_script())
+        .arg("--workdir")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let events = json_lines(&output.stdout);
+    assert_eq!(
+        types(&events),
+        [
+            "turn/start",
+            "step/start",
+            "system/message",
+            "user/message",
+            "request/header",
+            "request/context",
+            "assistant/attempt",
+            "assistant/message",
+            "tool/call",
+            "tool/call",
+            "tool/result",
+            "tool/result",
+            "step/end",
+            "step/start",
+            "assistant/message",
+            "step/end",
+            "turn/end",
+        ]
+    );
+    let seqs: Vec<u64> = events
+        .iter()
+        .filter_map(|event| event["seq"].as_u64())
+        .collect();
+    assert_eq!(seqs, (0..17).collect::<Vec<_>>());
+    // What was printed is what was stored, and the stored log validates.
+    let session = Store::sqlite(&store).unwrap().load("demo").unwrap();
+    for (printed, stored) in events.iter().zip(session.events()) {
+        assert_eq!(printed.to_string(), stored.to_json());
+    }
+    assert_eq!(session.derive_messages().len(), 5);
+}
+
+#[test]
+fn run_refuses_an_existing_session_without_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(
+        dir.path(),
+        "s.json",
+        r#"{"responses": [{"events": [{"type": "text_delta", "text": "hi"}, {"type": "finish", "reason": "stop"}]}]}"#,
+    );
+    let store = format!("jsonl:{}", dir.path().join("logs").display());
+    let run = |extra: &[&str]| {
+        strata()
+            .args(["run", "hello", "--session", "s", "--store", &store])
+            .arg("--model-script")
+            .arg(&script)
+            .arg("--workdir")
+            .arg(dir.path())
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let first = run(&[]);
+    assert!(first.status.success());
+    assert_eq!(String::from_utf8_lossy(&first.stdout), "hi\n");
+    let again = run(&[]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists; pass --resume"));
+    let resumed = run(&["--resume"]);
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+}
+
+#[test]
+fn chat_runs_a_turn_per_line_until_quit() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(
+        dir.path(),
+        "s.json",
+        r#"{"responses": [
+            {"events": [{"type": "text_delta", "text": "first answer"}, {"type": "finish", "reason": "stop"}]},
+            {"events": [{"type": "text_delta", "text": "second answer"}, {"type": "finish", "reason": "stop"}]}
+        ]}"#,
+    );
+    let store = format!("jsonl:{}", dir.path().join("logs").display());
+    let mut child = strata()
+        .args(["chat", "--session", "c", "--store", &store])
+        .arg("--model-script")
+        .arg(&script)
+        .arg("--workdir")
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"one\n\n/system Be brief.\ntwo\n/quit\n")
+        .unwrap();
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "first answer\nsecond answer\n"
+    );
+    let session = Store::jsonl(dir.path().join("logs"), strata_store::Compression::None)
+        .load("c")
+        .unwrap();
+    let roles: Vec<String> = session
+        .derive_messages()
+        .iter()
+        .map(|message| message.role().to_owned())
+        .collect();
+    // The empty first prompt was replaced by /system before turn 2.
+    assert_eq!(roles, ["system", "user", "assistant", "user", "assistant"]);
+}
+
+/// A one-shot HTTP server on 127.0.0.1 answering one chat request with `sse`; returns the
+/// request body it received.
+fn serve_once(sse: String) -> (u16, thread::JoinHandle<Vec<u8>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let handle = thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut content_length = 0usize;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    content_length = value.trim().parse().unwrap();
+                }
+            }
+        }
+        let mut body = vec![0u8; content_length];
+        reader.read_exact(&mut body).unwrap();
+        let mut stream = stream;
+        write!(
+            stream,
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{sse}"
+        )
+        .unwrap();
+        stream.flush().unwrap();
+        body
+    });
+    (port, handle)
+}
+
+const UNKNOWN_OUTCOME: &str = "The tool call was interrupted after it was recorded, but no result was durably recorded. Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if the operation is read-only or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry blindly.";
+
+#[test]
+fn sigkill_during_a_tool_call_then_resume_tells_the_model_the_outcome_is_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let store = dir.path().join("strata.db");
+    // The command marks that its body started, then runs long enough to be killed inside.
+    let script = write_script(
+        dir.path(),
+        "deploy.json",
+        r#"{"responses": [{"events": [
+            {"type": "text_delta", "text": "Deploying."},
+            {"type": "tool_call_delta", "index": 0, "id": "call_deploy", "name": "run_command",
+             "arguments_delta": "{\"command\": \"touch started && sleep 10\"}"},
+            {"type": "finish", "reason": "tool_calls"}
+        ]}]}"#,
+    );
+    let mut child = strata()
+        .args([
+            "run",
+            "Deploy to prod",
+            "--json",
+            "--session",
+            "crash",
+            "--allow-commands",
+        ])
+        .arg("--store")
+        .arg(&store)
+        .arg("--model-script")
+        .arg(&script)
+        .arg("--workdir")
+        .arg(&work)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Only another process's file can tell us the body started: poll for it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !work.join("started").exists() {
+        assert!(Instant::now() < deadline, "the tool body never started");
+        assert!(child.try_wait().unwrap().is_none(), "strata exited early");
+        thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    let crashed = Store::sqlite(&store).unwrap().read("crash").unwrap();
+    let last = crashed
+        .events
+        .last()
+        .and_then(|raw| raw.type_tag().map(str::to_owned));
+    assert_eq!(last.as_deref(), Some("tool/call"));
+    let n_crashed = crashed.events.len();
+
+    let answer = r#"{"choices":[{"index":0,"delta":{"content":"I will verify the deploy first."},"finish_reason":null}]}"#;
+    let stop = r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#;
+    let (port, server) = serve_once(format!(
+        "data: {answer}\n\ndata: {stop}\n\ndata: [DONE]\n\n"
+    ));
+    let output = strata()
+        .args([
+            "run",
+            "Did it work?",
+            "--json",
+            "--session",
+            "crash",
+            "--resume",
+        ])
+        .arg("--store")
+        .arg(&store)
+        .arg("--workdir")
+        .arg(&work)
+        .env("STRATA_BASE_URL", format!("http://127.0.0.1:{port}"))
+        .env("STRATA_API_KEY", "sk-test")
+        .env_remove("DEEPSEEK_API_KEY")
+        .env("STRATA_MODEL", "deepseek-chat")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let events = json_lines(&output.stdout);
+    assert_eq!(
+        types(&events),
+        [
+            "tool/result",
+            "step/end",
+            "turn/end",
+            "session/end-seed",
+            "turn/start",
+            "step/start",
+            "user/message",
+            "request/header",
+            "request/context",
+            "assistant/message",
+            "step/end",
+            "turn/end",
+        ]
+    );
+    assert_eq!(events[0]["seq"].as_u64(), Some(n_crashed as u64));
+    assert_eq!(events[0]["data"]["error"]["code"], "TOOL_OUTCOME_UNKNOWN");
+    assert_eq!(events[2]["data"]["reason"]["kind"], "interrupted");
+    assert_eq!(events[7]["data"]["reason"], "resume");
+    // The model was told.
+    let request: Value = serde_json::from_slice(&server.join().unwrap()).unwrap();
+    let told = request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|message| {
+            message["role"] == "tool"
+                && message["tool_call_id"] == "call_deploy"
+                && message["content"] == UNKNOWN_OUTCOME
+        });
+    assert!(told, "{request}");
+    // The session continues: the stored log validates and ends with the new turn.
+    let session = Store::sqlite(&store).unwrap().load("crash").unwrap();
+    let derived = session.derive_messages();
+    assert_eq!(derived.last().map(|m| m.role()), Some("assistant"));
+    assert_eq!(derived.len(), 5);
+}
