@@ -18,12 +18,14 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::data::Payload;
 use crate::event::{Event, EventType, KeyOrder, ReplaceRange, SurfaceMeta, SurfaceOp};
 use crate::generation::{Generation, ReplaceSpelling};
-use crate::json::{is_lossless, json_equal, non_negative_safe_integer, safe_integer};
+use crate::json::{is_lossless, json_equal, non_negative_safe_integer};
 use crate::rule::{AcceptError, Rule};
 use crate::seq::{Seq, MAX_SAFE_INTEGER};
 use crate::surface::{find, SurfacePlan, SurfaceState};
+use crate::view::{Kind, Node, View};
 use crate::wire::RawEvent;
 
 /// Which entry point a candidate arrived through; decides which rules run and
@@ -85,6 +87,12 @@ pub(crate) enum MetaInput {
         op: SurfaceOp,
         sources: Option<Vec<Seq>>,
     },
+    /// Metadata of an event accepted before (replay of accepted events):
+    /// shapes hold; the source list is shared, not copied.
+    Accepted {
+        op: SurfaceOp,
+        sources: Option<Arc<[Seq]>>,
+    },
     /// Raw JSON (wire rows, dynamic appends): every shape rule applies.
     Raw {
         surface_op: Option<Value>,
@@ -97,7 +105,7 @@ pub(crate) struct Envelope {
     pub event_type: EventType,
     pub seq: Seq,
     pub time: i64,
-    pub data: Value,
+    pub data: Payload,
     pub meta: MetaInput,
     pub ignorable: bool,
     pub order: KeyOrder,
@@ -117,7 +125,7 @@ pub(crate) fn accept_raw(
         .at_index(index)
     })?;
     if context.path == Path::Seed
-        && (!is_lossless(&envelope.data) || !meta_is_lossless(&envelope.meta))
+        && (!payload_is_lossless(&envelope.data) || !meta_is_lossless(&envelope.meta))
     {
         return Err(AcceptError::new(
             Rule::NonJson,
@@ -155,7 +163,7 @@ pub(crate) fn accept_envelope(
                 ),
             )));
         }
-        if !is_lossless(&envelope.data) {
+        if !payload_is_lossless(&envelope.data) {
             return Err(locate(AcceptError::new(
                 Rule::NonJson,
                 format!("session event \"{type_tag}\" carries non-JSON-serializable data"),
@@ -171,9 +179,6 @@ pub(crate) fn accept_envelope(
         }
     }
     check_contiguity(context, seq).map_err(locate)?;
-    if context.path != Path::Fold {
-        check_data(context, &envelope).map_err(locate)?;
-    }
     // Appends are shape-checked only in the generation strata writes; older
     // generations keep upstream's append behaviour (pinned by the v0 oracle).
     let shape_checked = match context.path {
@@ -181,8 +186,41 @@ pub(crate) fn accept_envelope(
         Path::Append => context.generation == Generation::NATIVE,
         Path::Fold => false,
     };
-    if shape_checked {
-        check_message_shape(context, &envelope).map_err(locate)?;
+    if context.path != Path::Fold {
+        let who = Who {
+            event_type: &envelope.event_type,
+            seq,
+        };
+        match &envelope.data {
+            Payload::Value(value) => {
+                check_data(context, &who, value).map_err(locate)?;
+                if shape_checked {
+                    check_message_shape(context, &who, value).map_err(locate)?;
+                }
+            }
+            Payload::Raw(raw) => {
+                let depth = view_depth(&envelope.event_type);
+                if depth > 0 {
+                    match View::parse(raw.get(), depth) {
+                        Some(view) => {
+                            check_data(context, &who, &view).map_err(locate)?;
+                            if shape_checked {
+                                check_message_shape(context, &who, &view).map_err(locate)?;
+                            }
+                        }
+                        None => {
+                            let value = envelope.data.to_value();
+                            check_data(context, &who, &value).map_err(locate)?;
+                            if shape_checked {
+                                check_message_shape(context, &who, &value).map_err(locate)?;
+                            }
+                        }
+                    }
+                } else {
+                    check_data_by_name(context, &who).map_err(locate)?;
+                }
+            }
+        }
     }
     let wrap = |error: AcceptError| match context.path {
         Path::Seed | Path::Restore => AcceptError {
@@ -194,22 +232,136 @@ pub(crate) fn accept_envelope(
         },
         Path::Append | Path::Fold => error,
     };
-    let meta = check_surface_local(context.generation, &envelope)
-        .map_err(wrap)
-        .map_err(locate)?;
+    let meta = check_surface_local(
+        context.generation,
+        &envelope.event_type,
+        seq,
+        envelope.ignorable,
+        &envelope.meta,
+    )
+    .map_err(wrap)
+    .map_err(locate)?;
     let event = Event {
         event_type: envelope.event_type,
         seq,
         time: envelope.time,
-        data: envelope.data,
+        data: envelope.data.into_data(),
         meta,
         ignorable: envelope.ignorable,
         order: envelope.order,
+        checked_under: (context.path != Path::Fold && shape_checked).then_some(context.generation),
     };
     let plan = plan_relational(context, &event)
         .map_err(wrap)
         .map_err(locate)?;
     Ok((event, plan))
+}
+
+/// Accepts an event another log already accepted (replay, fork, in-memory
+/// restore): the same rules as a stored row, without re-decoding or copying —
+/// the caller commits the very same `Arc<Event>`.
+pub(crate) fn accept_existing(
+    context: &Context<'_>,
+    event: &Event,
+) -> Result<SurfacePlan, AcceptError> {
+    let seq = event.seq;
+    let locate = |error: AcceptError| {
+        let error = error.at_seq(seq.get());
+        match context.path {
+            Path::Seed | Path::Restore => error.at_index(context.index),
+            Path::Append | Path::Fold => error,
+        }
+    };
+    check_contiguity(context, seq).map_err(locate)?;
+    let already_checked = event.checked_under == Some(context.generation);
+    if context.path != Path::Fold && !already_checked {
+        let who = Who {
+            event_type: &event.event_type,
+            seq,
+        };
+        let shape_checked = matches!(context.path, Path::Seed | Path::Restore);
+        let depth = view_depth(&event.event_type);
+        if event.is_data_parsed() || depth == 0 {
+            let value = if depth == 0 {
+                &Value::Null
+            } else {
+                event.data()
+            };
+            if depth == 0 {
+                check_data_by_name(context, &who).map_err(locate)?;
+            } else {
+                check_data(context, &who, value).map_err(locate)?;
+                if shape_checked {
+                    check_message_shape(context, &who, value).map_err(locate)?;
+                }
+            }
+        } else {
+            let value;
+            let view = View::parse(event.data_json(), depth);
+            match &view {
+                Some(view) => {
+                    check_data(context, &who, view).map_err(locate)?;
+                    if shape_checked {
+                        check_message_shape(context, &who, view).map_err(locate)?;
+                    }
+                }
+                None => {
+                    value = event.data();
+                    check_data(context, &who, value).map_err(locate)?;
+                    if shape_checked {
+                        check_message_shape(context, &who, value).map_err(locate)?;
+                    }
+                }
+            }
+        }
+    }
+    let wrap = |error: AcceptError| match context.path {
+        Path::Seed | Path::Restore => AcceptError {
+            message: format!(
+                "invalid seed event at index {}: {}",
+                context.index, error.message
+            ),
+            ..error
+        },
+        Path::Append | Path::Fold => error,
+    };
+    let meta = match &event.meta {
+        SurfaceMeta::LogOnly => MetaInput::None,
+        SurfaceMeta::Surface { op, sources } => MetaInput::Accepted {
+            op: *op,
+            sources: sources.clone(),
+        },
+        SurfaceMeta::Opaque {
+            surface_op,
+            source_event_seqs,
+        } => MetaInput::Raw {
+            surface_op: surface_op.as_deref().cloned(),
+            sources: source_event_seqs.as_deref().cloned(),
+        },
+    };
+    let checked = check_surface_local(
+        context.generation,
+        &event.event_type,
+        seq,
+        event.ignorable,
+        &meta,
+    )
+    .map_err(wrap)
+    .map_err(locate)?;
+    if checked != event.meta {
+        // Accepted under another generation's rules into a different shape:
+        // treat as a rejection rather than silently reinterpreting.
+        return Err(locate(AcceptError::new(
+            Rule::InvalidEnvelope,
+            format!(
+                "session event \"{}\" at seq {seq} was accepted under another generation's rules",
+                event.event_type
+            ),
+        )));
+    }
+    plan_relational(context, event)
+        .map_err(wrap)
+        .map_err(locate)
 }
 
 /// The envelope check of session-core §2.1; `None` means "invalid event envelope".
@@ -219,8 +371,8 @@ pub(crate) fn decode_envelope(raw: RawEvent) -> Option<Envelope> {
     }
     let tag = raw.event_type.as_ref()?.as_str()?;
     let event_type = EventType::parse(tag);
-    let seq = Seq::new(non_negative_safe_integer(raw.seq.as_ref()?)?).ok()?;
-    let time = safe_integer(raw.time.as_ref()?)?;
+    let seq = Seq::new(raw.seq_number()?).ok()?;
+    let time = raw.time_number()?;
     let ignorable = match &raw.ignorable {
         None => false,
         Some(Value::Bool(true)) => true,
@@ -246,9 +398,16 @@ pub(crate) fn decode_envelope(raw: RawEvent) -> Option<Envelope> {
     })
 }
 
+fn payload_is_lossless(payload: &Payload) -> bool {
+    match payload {
+        Payload::Value(value) => is_lossless(value),
+        Payload::Raw(raw) => crate::json::text_is_lossless(raw.get()),
+    }
+}
+
 fn meta_is_lossless(meta: &MetaInput) -> bool {
     match meta {
-        MetaInput::None | MetaInput::Typed { .. } => true,
+        MetaInput::None | MetaInput::Typed { .. } | MetaInput::Accepted { .. } => true,
         MetaInput::Raw {
             surface_op,
             sources,
@@ -275,68 +434,100 @@ fn check_contiguity(context: &Context<'_>, seq: Seq) -> Result<(), AcceptError> 
     Err(AcceptError::new(Rule::SeqNotContiguous, message))
 }
 
+/// The candidate a data or shape rule is judged on, for messages.
+struct Who<'e> {
+    event_type: &'e EventType,
+    seq: Seq,
+}
+
 /// How messages name the candidate in data and shape rules (§5.3).
-fn subject(context: &Context<'_>, envelope: &Envelope) -> String {
+fn subject(context: &Context<'_>, who: &Who<'_>) -> String {
     match context.path {
         Path::Seed | Path::Restore => {
-            format!("seed {} at index {}", envelope.event_type, context.index)
+            format!("seed {} at index {}", who.event_type, context.index)
         }
         Path::Append | Path::Fold => {
-            format!(
-                "session event \"{}\" at seq {}",
-                envelope.event_type, envelope.seq
-            )
+            format!("session event \"{}\" at seq {}", who.event_type, who.seq)
         }
     }
 }
 
+/// How deep a stored payload must be materialized for its type's data and
+/// shape rules (containers at depths below this are built; deeper values stay
+/// raw text). 0: no rule reads the payload.
+fn view_depth(event_type: &EventType) -> u8 {
+    match event_type {
+        EventType::ToolResult => 4,
+        EventType::AssistantMessage | EventType::SystemMessage | EventType::RequestHeader => 3,
+        EventType::UserMessage => 2,
+        EventType::AssistantAttempt => 1,
+        _ => 0,
+    }
+}
+
+/// The data rules that depend on the type name only (payload not read).
+fn check_data_by_name(context: &Context<'_>, who: &Who<'_>) -> Result<(), AcceptError> {
+    match who.event_type {
+        // The retired legacy shapes are refused by name only when reading v0/v1
+        // logs (§0.5, §2.4). In V2+ `request/header-delta` is an ordinary unknown
+        // type and `fallback` an invalid reason (§11.3 item 11).
+        EventType::Other(name)
+            if context.generation <= Generation::V1 && name.as_ref() == "request/header-delta" =>
+        {
+            Err(AcceptError::new(
+                Rule::LegacyHeaderDelta,
+                format!(
+                    "{} uses unsupported legacy request/header-delta format",
+                    subject(context, who)
+                ),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Event-local data rules (session-core §5.3).
-fn check_data(context: &Context<'_>, envelope: &Envelope) -> Result<(), AcceptError> {
+fn check_data<'n, N: Node<'n>>(
+    context: &Context<'_>,
+    who: &Who<'_>,
+    data: N,
+) -> Result<(), AcceptError> {
     let generation = context.generation;
     let fail = |rule: Rule, detail: &str| {
         Err(AcceptError::new(
             rule,
-            format!("{} {detail}", subject(context, envelope)),
+            format!("{} {detail}", subject(context, who)),
         ))
     };
-    match envelope.event_type {
-        // The retired legacy shapes are refused by name only when reading v0/v1
-        // logs (§0.5, §2.4). In V2+ `request/header-delta` is an ordinary unknown
-        // type and `fallback` an invalid reason (§11.3 item 11).
-        EventType::Other(ref name)
-            if generation <= Generation::V1 && name.as_ref() == "request/header-delta" =>
-        {
-            return fail(
-                Rule::LegacyHeaderDelta,
-                "uses unsupported legacy request/header-delta format",
-            );
-        }
+    match who.event_type {
         EventType::RequestHeader => {
-            let Value::Object(data) = &envelope.data else {
+            if data.kind() != Kind::Object {
                 return fail(Rule::DataNotObject, "data must be an object");
-            };
+            }
             if generation <= Generation::V1
-                && data.get("reason").and_then(Value::as_str) == Some("fallback")
+                && data.get("reason").and_then(Node::text).as_deref() == Some("fallback")
             {
                 return fail(
                     Rule::LegacyFallbackReason,
                     "uses unsupported legacy request/header reason \"fallback\"",
                 );
             }
-            let Some(Value::Object(header)) = data.get("header") else {
+            let Some(header) = data.get("header").filter(|h| h.kind() == Kind::Object) else {
                 return fail(Rule::HeaderNotObject, "header must be an object");
             };
             if generation >= Generation::V3 {
-                if header.contains_key("system") {
+                if header.get("system").is_some() {
                     return fail(
                         Rule::HeaderSystemForbidden,
                         "must omit header.system; use system/message",
                     );
                 }
-                if matches!(header.get("tools"), Some(Value::Array(tools)) if tools.is_empty()) {
+                if header.get("tools").is_some_and(Node::is_empty_array) {
                     return fail(Rule::EmptyTools, "must omit empty tools");
                 }
-                if matches!(header.get("adapterDefaults"), Some(Value::Object(map)) if map.is_empty())
+                if header
+                    .get("adapterDefaults")
+                    .is_some_and(Node::is_empty_object)
                 {
                     return fail(
                         Rule::EmptyAdapterDefaults,
@@ -346,16 +537,17 @@ fn check_data(context: &Context<'_>, envelope: &Envelope) -> Result<(), AcceptEr
             }
         }
         EventType::ToolResult if generation >= Generation::V3 => {
-            let Value::Object(data) = &envelope.data else {
+            if data.kind() != Kind::Object {
                 return fail(Rule::DataNotObject, "data must be an object");
-            };
-            if data.contains_key("error") {
+            }
+            if data.get("error").is_some() {
                 let first_block_is_error = data
                     .get("message")
                     .and_then(|message| message.get("content"))
-                    .and_then(|content| content.get(0))
+                    .and_then(|content| content.at(0))
                     .and_then(|block| block.get("isError"))
-                    == Some(&Value::Bool(true));
+                    .and_then(Node::boolean)
+                    == Some(true);
                 if !first_block_is_error {
                     return fail(
                         Rule::ToolErrorWithoutIsError,
@@ -364,36 +556,32 @@ fn check_data(context: &Context<'_>, envelope: &Envelope) -> Result<(), AcceptEr
                 }
             }
         }
-        _ => {}
+        _ => return check_data_by_name(context, who),
     }
     Ok(())
 }
 
-fn non_empty_str(value: Option<&Value>) -> bool {
-    matches!(value, Some(Value::String(text)) if !text.is_empty())
-}
-
 /// Message-shape checks (session-core §4.5): on seed and restore, and on V3 appends.
-fn check_message_shape(context: &Context<'_>, envelope: &Envelope) -> Result<(), AcceptError> {
+fn check_message_shape<'n, N: Node<'n>>(
+    context: &Context<'_>,
+    who: &Who<'_>,
+    data: N,
+) -> Result<(), AcceptError> {
     let generation = context.generation;
     let fail = |rule: Rule, detail: String| {
         Err(AcceptError::new(
             rule,
-            format!("{} {detail}", subject(context, envelope)),
+            format!("{} {detail}", subject(context, who)),
         ))
     };
-    let data = &envelope.data;
-    let settlement_ok = |data: &Value| {
-        data.get("turn")
-            .and_then(non_negative_safe_integer)
-            .is_some()
+    let settlement_ok = |data: N| {
+        data.get("turn").and_then(Node::seq_number).is_some()
+            && data.get("step").and_then(Node::seq_number).is_some()
             && data
-                .get("step")
-                .and_then(non_negative_safe_integer)
-                .is_some()
-            && matches!(data.get("stream"), Some(Value::Array(_)))
+                .get("stream")
+                .is_some_and(|stream| stream.kind() == Kind::Array)
     };
-    let (role, message) = match envelope.event_type {
+    let (role, message) = match who.event_type {
         EventType::UserMessage => ("user", Some(data)),
         EventType::SystemMessage if generation >= Generation::V3 => ("system", data.get("message")),
         EventType::AssistantMessage => ("assistant", data.get("message")),
@@ -407,26 +595,28 @@ fn check_message_shape(context: &Context<'_>, envelope: &Envelope) -> Result<(),
             }
             return Ok(());
         }
-        EventType::RequestHeader => return check_request_header_shape(context, envelope),
+        EventType::RequestHeader => return check_request_header_shape(context, who, data),
         _ => return Ok(()),
     };
-    let Some(message) = message.filter(|message| non_empty_str(message.get("id"))) else {
+    let Some(message) = message.filter(|message| {
+        message.kind() == Kind::Object && message.get("id").is_some_and(Node::is_non_empty_str)
+    }) else {
         return fail(Rule::MessageNoId, "lacks an identified message".into());
     };
-    if message.get("role").and_then(Value::as_str) != Some(role) {
+    if message.get("role").and_then(Node::text).as_deref() != Some(role) {
         return fail(
             Rule::MessageWrongRole,
             format!("message must have role \"{role}\""),
         );
     }
     let source = message.get("source");
-    if !source.is_some_and(|source| non_empty_str(source.get("kind"))) {
+    if !source.is_some_and(|source| source.get("kind").is_some_and(Node::is_non_empty_str)) {
         return fail(
             Rule::MessageInvalidSource,
             "message has invalid source".into(),
         );
     }
-    let Some(Value::Array(content)) = message.get("content") else {
+    let Some(content) = message.get("content").filter(|c| c.kind() == Kind::Array) else {
         return fail(
             Rule::MessageInvalidContent,
             "message has invalid content".into(),
@@ -434,11 +624,12 @@ fn check_message_shape(context: &Context<'_>, envelope: &Envelope) -> Result<(),
     };
     let source_kind = source
         .and_then(|source| source.get("kind"))
-        .and_then(Value::as_str);
-    match envelope.event_type {
+        .and_then(Node::text);
+    let source_field = |key: &str| source.and_then(|s| s.get(key));
+    match who.event_type {
         EventType::SystemMessage => {
-            let plugin_ok = source_kind == Some("plugin")
-                && non_empty_str(source.and_then(|s| s.get("plugin")));
+            let plugin_ok = source_kind.as_deref() == Some("plugin")
+                && source_field("plugin").is_some_and(Node::is_non_empty_str);
             if !plugin_ok {
                 return fail(
                     Rule::SystemNoPluginSource,
@@ -447,9 +638,9 @@ fn check_message_shape(context: &Context<'_>, envelope: &Envelope) -> Result<(),
             }
         }
         EventType::AssistantMessage => {
-            let model_ok = source_kind == Some("model")
-                && non_empty_str(source.and_then(|s| s.get("provider")))
-                && non_empty_str(source.and_then(|s| s.get("model")));
+            let model_ok = source_kind.as_deref() == Some("model")
+                && source_field("provider").is_some_and(Node::is_non_empty_str)
+                && source_field("model").is_some_and(Node::is_non_empty_str);
             if !model_ok {
                 return fail(
                     Rule::AssistantNoModelSource,
@@ -464,23 +655,38 @@ fn check_message_shape(context: &Context<'_>, envelope: &Envelope) -> Result<(),
             }
         }
         EventType::ToolResult => {
-            let call_id = source.and_then(|s| s.get("callId"));
-            if source_kind != Some("tool") || !non_empty_str(call_id) {
+            let call_id = source_field("callId");
+            if source_kind.as_deref() != Some("tool")
+                || !call_id.is_some_and(Node::is_non_empty_str)
+            {
                 return fail(
                     Rule::ToolResultNoToolSource,
                     "message must have tool source".into(),
                 );
             }
-            let one_block = content.len() == 1
-                && content[0].get("type").and_then(Value::as_str) == Some("tool-result")
-                && matches!(content[0].get("content"), Some(Value::Array(_)));
+            let block = content.at(0);
+            let one_block = content.len() == Some(1)
+                && block
+                    .and_then(|block| block.get("type"))
+                    .and_then(Node::text)
+                    .as_deref()
+                    == Some("tool-result")
+                && block
+                    .and_then(|block| block.get("content"))
+                    .is_some_and(|inner| inner.kind() == Kind::Array);
             if !one_block {
                 return fail(
                     Rule::ToolResultNotOneBlock,
                     "message must contain one tool-result block".into(),
                 );
             }
-            if content[0].get("toolCallId") != call_id {
+            let block_call_id = block.and_then(|block| block.get("toolCallId"));
+            let same = match (block_call_id, call_id) {
+                (Some(a), Some(b)) => a.kind() == b.kind() && a.text() == b.text(),
+                (None, None) => true,
+                _ => false,
+            };
+            if !same {
                 return fail(
                     Rule::ToolResultMismatchedCallId,
                     "message has mismatched tool call ids".into(),
@@ -492,25 +698,29 @@ fn check_message_shape(context: &Context<'_>, envelope: &Envelope) -> Result<(),
     Ok(())
 }
 
-fn check_request_header_shape(
+fn check_request_header_shape<'n, N: Node<'n>>(
     context: &Context<'_>,
-    envelope: &Envelope,
+    who: &Who<'_>,
+    data: N,
 ) -> Result<(), AcceptError> {
     let fail = |rule: Rule, detail: &str| {
         Err(AcceptError::new(
             rule,
-            format!("{} {detail}", subject(context, envelope)),
+            format!("{} {detail}", subject(context, who)),
         ))
     };
-    let data = &envelope.data;
     let header = data.get("header");
     let config = header.and_then(|header| header.get("config"));
-    let has = |key: &str| non_empty_str(config.and_then(|config| config.get(key)));
+    let has = |key: &str| {
+        config
+            .and_then(|config| config.get(key))
+            .is_some_and(Node::is_non_empty_str)
+    };
     if !has("provider") || !has("model") {
         return fail(Rule::RequestHeaderNoModel, "lacks provider/model");
     }
     if let Some(effort) = config.and_then(|config| config.get("reasoningEffort")) {
-        if !non_empty_str(Some(effort)) {
+        if !effort.is_non_empty_str() {
             return fail(
                 Rule::RequestHeaderBadReasoningEffort,
                 "has an invalid reasoningEffort",
@@ -518,14 +728,12 @@ fn check_request_header_shape(
         }
     }
     if let Some(defaults) = header.and_then(|header| header.get("adapterDefaults")) {
-        let valid = match defaults {
-            Value::Object(map) => map.iter().all(|(key, flag)| {
-                matches!(key.as_str(), "reasoningEffort" | "maxTokens")
-                    && *flag == Value::Bool(true)
-                    && config.is_some_and(|config| config.get(key).is_some())
-            }),
-            _ => false,
-        };
+        let valid = defaults.kind() == Kind::Object
+            && defaults.members().into_iter().all(|(key, flag)| {
+                matches!(key.as_ref(), "reasoningEffort" | "maxTokens")
+                    && flag.boolean() == Some(true)
+                    && config.is_some_and(|config| config.get(&key).is_some())
+            });
         if !valid {
             return fail(
                 Rule::RequestHeaderBadAdapterDefaults,
@@ -540,13 +748,13 @@ fn check_request_header_shape(
     };
     let reason_ok = data
         .get("reason")
-        .and_then(Value::as_str)
-        .is_some_and(|reason| reasons.contains(&reason));
+        .and_then(Node::text)
+        .is_some_and(|reason| reasons.contains(&reason.as_ref()));
     if !reason_ok {
         return fail(Rule::RequestHeaderBadReason, "has an invalid reason");
     }
     if let Some(marker) = data.get("startsSeries") {
-        if *marker != Value::Bool(true) {
+        if marker.boolean() != Some(true) {
             return fail(
                 Rule::RequestHeaderBadStartsSeries,
                 "has an invalid startsSeries marker",
@@ -560,36 +768,44 @@ fn check_request_header_shape(
 /// earlier, source list. Returns the validated metadata.
 fn check_surface_local(
     generation: Generation,
-    envelope: &Envelope,
+    event_type: &EventType,
+    seq: Seq,
+    ignorable: bool,
+    meta: &MetaInput,
 ) -> Result<SurfaceMeta, AcceptError> {
-    let event_type = &envelope.event_type;
     let tag = event_type.as_str();
-    let seq = envelope.seq;
-    let (raw_op, raw_sources, typed) = match &envelope.meta {
+    let (raw_op, raw_sources, typed) = match meta {
         MetaInput::None => (None, None, None),
         MetaInput::Raw {
             surface_op,
             sources,
         } => (surface_op.as_ref(), sources.as_ref(), None),
         MetaInput::Typed { op, sources } => (None, None, Some((*op, sources.as_deref()))),
+        MetaInput::Accepted { op, sources } => (None, None, Some((*op, sources.as_deref()))),
     };
     let has_op = raw_op.is_some() || typed.is_some();
     let has_sources = raw_sources.is_some() || typed.is_some_and(|(_, sources)| sources.is_some());
 
     // Rule 2a: log-only types.
     if !generation.is_surface_type(event_type) {
-        if envelope.ignorable && !generation.is_known_type(event_type) {
+        if ignorable && !generation.is_known_type(event_type) {
             return Ok(SurfaceMeta::Opaque {
                 surface_op: raw_op
                     .cloned()
-                    .or_else(|| typed.map(|(op, _)| op.to_value(generation.replace_spelling()))),
-                source_event_seqs: raw_sources.cloned().or_else(|| {
-                    typed.and_then(|(_, sources)| {
-                        sources.map(|list| {
-                            Value::Array(list.iter().map(|seq| Value::from(seq.get())).collect())
+                    .or_else(|| typed.map(|(op, _)| op.to_value(generation.replace_spelling())))
+                    .map(Box::new),
+                source_event_seqs: raw_sources
+                    .cloned()
+                    .or_else(|| {
+                        typed.and_then(|(_, sources)| {
+                            sources.map(|list| {
+                                Value::Array(
+                                    list.iter().map(|seq| Value::from(seq.get())).collect(),
+                                )
+                            })
                         })
                     })
-                }),
+                    .map(Box::new),
             });
         }
         if has_op {
@@ -646,19 +862,25 @@ fn check_surface_local(
             "assistant/message embeds its source stream and cannot carry sourceEventSeqs",
         ));
     }
-    let sources: Option<Vec<Seq>> = match (typed, raw_sources) {
-        (Some((_, sources)), _) => sources.map(<[Seq]>::to_vec),
-        (None, Some(raw)) => Some(parse_sources_shape(
+    let sources: Option<std::borrow::Cow<'_, [Seq]>> = match (typed, raw_sources) {
+        (Some((_, sources)), _) => sources.map(std::borrow::Cow::Borrowed),
+        (None, Some(raw)) => Some(std::borrow::Cow::Owned(parse_sources_shape(
             generation,
             tag,
             seq,
             raw,
             is_assistant,
-        )?),
+        )?)),
         (None, None) => None,
     };
     if let Some(list) = &sources {
         check_source_list(generation, seq, list, is_assistant)?;
+    }
+    if let MetaInput::Accepted { sources, .. } = meta {
+        return Ok(SurfaceMeta::Surface {
+            op,
+            sources: sources.clone(),
+        });
     }
     Ok(SurfaceMeta::Surface {
         op,
@@ -856,7 +1078,7 @@ fn plan_relational(context: &Context<'_>, event: &Event) -> Result<SurfacePlan, 
                 "tool/result surface replacement must target a current tool/result",
             ));
         };
-        if !equal_except_tool_content(&target.data, &event.data) {
+        if !equal_except_tool_content(target.data(), event.data()) {
             return Err(AcceptError::new(
                 Rule::ToolResultReplaceChangesNonContent,
                 "tool/result surface replacement may change only content",

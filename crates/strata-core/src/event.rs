@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::data::Data;
 use crate::generation::{Generation, ReplaceSpelling};
 use crate::seq::Seq;
 
@@ -75,11 +76,15 @@ const CORE_TYPES: &[(&str, EventType)] = &[
 impl EventType {
     /// Interns a type tag; unknown tags become [`EventType::Other`].
     pub fn parse(tag: &str) -> EventType {
-        CORE_TYPES
-            .iter()
-            .find(|(name, _)| *name == tag)
-            .map(|(_, event_type)| event_type.clone())
-            .unwrap_or_else(|| EventType::Other(Arc::from(tag)))
+        if let Some((_, event_type)) = CORE_TYPES.iter().find(|(name, _)| *name == tag) {
+            return event_type.clone();
+        }
+        // Known plugin names share one allocation each; others get their own.
+        let interned = interned_plugin_names();
+        match interned.binary_search_by(|name| name.as_ref().cmp(tag)) {
+            Ok(index) => EventType::Other(interned[index].clone()),
+            Err(_) => EventType::Other(Arc::from(tag)),
+        }
     }
 
     /// The wire tag.
@@ -103,6 +108,17 @@ impl EventType {
             EventType::Other(name) => name,
         }
     }
+}
+
+/// Every plugin type name some generation knows, sorted, allocated once.
+fn interned_plugin_names() -> &'static [Arc<str>] {
+    static NAMES: std::sync::OnceLock<Vec<Arc<str>>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        let mut names: Vec<&str> = crate::generation::all_plugin_types().collect();
+        names.sort_unstable();
+        names.dedup();
+        names.into_iter().map(Arc::from).collect()
+    })
 }
 
 impl fmt::Debug for EventType {
@@ -177,10 +193,11 @@ pub enum SurfaceMeta {
     },
     /// An unknown `ignorable` event: whatever metadata it carried, kept verbatim and ignored.
     Opaque {
-        /// The raw `surfaceOp` value, if present.
-        surface_op: Option<Value>,
+        /// The raw `surfaceOp` value, if present (boxed: opaque events are rare,
+        /// and every event pays for the largest variant).
+        surface_op: Option<Box<Value>>,
         /// The raw `sourceEventSeqs` value, if present.
-        source_event_seqs: Option<Value>,
+        source_event_seqs: Option<Box<Value>>,
     },
 }
 
@@ -248,15 +265,35 @@ impl KeyOrder {
 }
 
 /// One accepted, immutable session event.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// Two events are equal when they carry the same envelope values and the
+/// same payload text; how they were read (key order, which checks ran) does
+/// not matter.
+#[derive(Clone, Debug)]
 pub struct Event {
     pub(crate) event_type: EventType,
     pub(crate) seq: Seq,
     pub(crate) time: i64,
-    pub(crate) data: Value,
+    pub(crate) data: Data,
     pub(crate) meta: SurfaceMeta,
     pub(crate) ignorable: bool,
     pub(crate) order: KeyOrder,
+    /// The generation whose event-local data and shape rules this event
+    /// passed (`None` when they were not checked, e.g. an offline fold).
+    /// Those rules read the event alone, so a later replay under the same
+    /// generation need not run them again.
+    pub(crate) checked_under: Option<Generation>,
+}
+
+impl PartialEq for Event {
+    fn eq(&self, other: &Event) -> bool {
+        self.event_type == other.event_type
+            && self.seq == other.seq
+            && self.time == other.time
+            && self.ignorable == other.ignorable
+            && self.meta == other.meta
+            && self.data == other.data
+    }
 }
 
 impl Event {
@@ -275,9 +312,20 @@ impl Event {
         self.time
     }
 
-    /// The type-specific payload, exactly as accepted.
+    /// The type-specific payload, parsed (on first use for events read from
+    /// storage, which hold their payload as text).
     pub fn data(&self) -> &Value {
-        &self.data
+        self.data.value()
+    }
+
+    /// The payload's JSON text, exactly as stored (byte-identical to the input).
+    pub fn data_json(&self) -> &str {
+        self.data.json()
+    }
+
+    /// Whether the payload has been parsed (stored events parse lazily).
+    pub fn is_data_parsed(&self) -> bool {
+        self.data.is_parsed()
     }
 
     /// The surface metadata.
@@ -311,12 +359,13 @@ impl Event {
 
     /// A field of `data` when `data` is an object.
     pub fn field(&self, key: &str) -> Option<&Value> {
-        self.data.get(key)
+        self.data.value().get(key)
     }
 
     /// A non-negative integer field of `data` (`turn`, `step`, …).
     pub fn u64_field(&self, key: &str) -> Option<u64> {
         self.data
+            .value()
             .get(key)
             .and_then(crate::json::non_negative_safe_integer)
     }
@@ -357,7 +406,7 @@ impl Event {
                 }
                 EnvelopeKey::Data => {
                     write_key(out, &mut first, "data");
-                    write_value(out, &self.data);
+                    out.extend_from_slice(self.data.json().as_bytes());
                 }
                 EnvelopeKey::SourceEventSeqs => match &self.meta {
                     SurfaceMeta::Surface {

@@ -256,8 +256,7 @@ pub fn fork_session(
     let marker_time = seed
         .events
         .last()
-        .and_then(|raw| raw.time.as_ref())
-        .and_then(crate::json::safe_integer)
+        .and_then(RawEvent::time_number)
         .unwrap_or(0);
     Ok(Session::create_seeded(
         header,

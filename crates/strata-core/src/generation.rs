@@ -105,6 +105,11 @@ impl Generation {
     }
 }
 
+/// Every plugin type name any generation knows (for interning).
+pub(crate) fn all_plugin_types() -> impl Iterator<Item = &'static str> {
+    V3_PLUGIN_TYPES.iter().chain(V0_PLUGIN_TYPES).copied()
+}
+
 /// Plugin event types known to the V3 build (session-core §3.2), sorted for binary search.
 const V3_PLUGIN_TYPES: &[&str] = &[
     "agent-preset/selected",

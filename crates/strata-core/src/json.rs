@@ -69,6 +69,45 @@ pub fn is_lossless(value: &Value) -> bool {
     }
 }
 
+/// [`is_lossless`] on JSON text, without building a value: every number token
+/// is read as a double and refused when it is `-0` or not finite.
+pub fn text_is_lossless(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut index = 0;
+    while index < bytes.len() {
+        match bytes[index] {
+            b'"' => {
+                // Skip the string, honouring escapes.
+                index += 1;
+                while index < bytes.len() {
+                    match bytes[index] {
+                        b'\\' => index += 2,
+                        b'"' => break,
+                        _ => index += 1,
+                    }
+                }
+                index += 1;
+            }
+            b'-' | b'0'..=b'9' => {
+                let start = index;
+                while index < bytes.len()
+                    && matches!(bytes[index], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                {
+                    index += 1;
+                }
+                let token = &text[start..index];
+                match token.parse::<f64>() {
+                    Ok(value)
+                        if value.is_finite() && !(value == 0.0 && value.is_sign_negative()) => {}
+                    _ => return false,
+                }
+            }
+            _ => index += 1,
+        }
+    }
+    true
+}
+
 /// Deep JSON equality with object keys compared as sets, numbers by value.
 ///
 /// The tool-result rewrite rule (session-core §5.2 rule 9) compares payloads

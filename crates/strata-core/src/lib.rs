@@ -54,6 +54,7 @@ pub mod synth;
 
 mod accept;
 mod candidate;
+mod data;
 mod derive;
 mod event;
 mod fork;
@@ -66,4 +67,5 @@ mod rule;
 mod seq;
 mod session;
 mod surface;
+mod view;
 mod wire;

@@ -26,8 +26,8 @@ impl Message {
     /// The message object, verbatim (`id`, `role`, `content`, `source`, extras).
     pub fn value(&self) -> &Value {
         match self.event.event_type {
-            EventType::UserMessage => &self.event.data,
-            _ => self.event.data.get("message").unwrap_or(&Value::Null),
+            EventType::UserMessage => self.event.data(),
+            _ => self.event.data().get("message").unwrap_or(&Value::Null),
         }
     }
 
@@ -90,9 +90,9 @@ pub fn project(event: &Arc<Event>) -> Option<Message> {
                 event: event.clone(),
             })
         }
-        EventType::ToolResult => event.data.get("message")?,
+        EventType::ToolResult => event.data().get("message")?,
         EventType::SystemMessage | EventType::AssistantMessage => {
-            let message = event.data.get("message")?;
+            let message = event.data().get("message")?;
             if matches!(message.get("content"), Some(Value::Array(blocks)) if blocks.is_empty()) {
                 return None;
             }

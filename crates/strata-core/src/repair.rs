@@ -99,7 +99,7 @@ pub fn open_turn_closers(events: &[Arc<Event>], cause: CloseCause) -> Closers {
     let mut open_step: Option<Position> = None;
     let mut pending: Vec<PendingCall> = Vec::new();
     for event in events {
-        let data = &event.data;
+        let data = event.data();
         match event.event_type {
             EventType::TurnStart => {
                 open_turn = open_position(data, "turn");

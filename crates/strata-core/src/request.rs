@@ -48,7 +48,7 @@ pub fn fold_request_header(events: &[Arc<Event>], generation: Generation) -> Opt
         .iter()
         .rev()
         .find(|event| event.event_type == EventType::RequestHeader)
-        .and_then(|event| event.data.get("header"))
+        .and_then(|event| event.data().get("header"))
         .map(|header| Arc::new(canonical_header(header, generation)))
 }
 
@@ -58,7 +58,7 @@ pub fn fold_request_context(events: &[Arc<Event>]) -> Option<Arc<Value>> {
         .iter()
         .rev()
         .find(|event| event.event_type == EventType::RequestContext)
-        .map(|event| Arc::new(event.data.clone()))
+        .map(|event| Arc::new(event.data().clone()))
 }
 
 /// Header equality used to decide `change` vs no new header: same config,

@@ -47,6 +47,8 @@ pub struct Session {
     inherited_count: u64,
     /// The constructor seed's length: events before it came from history.
     first_live_seq: u64,
+    /// Invariant: the seq of the last `session/end-seed {inherited: true}` in `events`.
+    last_inherited_marker: Option<u64>,
     /// Open batches, innermost last (batches nest: `append_batch` inside a
     /// store's `begin_batch` rolls back to its own mark only).
     batches: Vec<BatchFrame>,
@@ -62,6 +64,7 @@ struct BatchFrame {
     undo_len: usize,
     request_header: Option<Arc<Value>>,
     request_context: Option<Arc<Value>>,
+    last_inherited_marker: Option<u64>,
 }
 
 /// A validated candidate, ready to commit at exactly one log position.
@@ -152,11 +155,10 @@ impl Session {
         }
         // The last tagged marker fixes the inherited count on reload (§9.1
         // step 5): refuse a seed whose restore would disagree with `count`.
-        let stray_marker = session
-            .events
-            .iter()
-            .skip(if seeded { count as usize + 1 } else { 0 })
-            .any(|event| session.generation >= Generation::V2 && is_inherited_marker(event));
+        let stray_marker = session.generation >= Generation::V2
+            && session
+                .last_inherited_marker
+                .is_some_and(|marker| !seeded || marker > count);
         if stray_marker {
             return Err(seed_error(if seeded {
                 "seeded session constructor seed must equal its inherited prefix"
@@ -224,23 +226,42 @@ impl Session {
         Session::restore_with(header, events, options, Some(cause))
     }
 
+    /// [`Session::restore`] from events that were accepted before (a live
+    /// session's log, a generated log): every rule runs again under this
+    /// header's generation, but the events are shared, not decoded or copied.
+    pub fn restore_events(
+        header: SessionHeader,
+        events: impl IntoIterator<Item = Arc<Event>>,
+        options: SeedOptions,
+    ) -> Result<Session, AcceptError> {
+        Session::restore_loaded(header, options, None, |session| {
+            session.seed_accepted(events)
+        })
+    }
+
     fn restore_with(
         header: SessionHeader,
         events: impl IntoIterator<Item = RawEvent>,
         options: SeedOptions,
         repair: Option<crate::repair::CloseCause>,
     ) -> Result<Session, AcceptError> {
+        Session::restore_loaded(header, options, repair, |session| {
+            session.seed(events, Path::Restore)
+        })
+    }
+
+    fn restore_loaded(
+        header: SessionHeader,
+        options: SeedOptions,
+        repair: Option<crate::repair::CloseCause>,
+        load: impl FnOnce(&mut Session) -> Result<(), AcceptError>,
+    ) -> Result<Session, AcceptError> {
         let mut session = Session::empty(header);
-        session.seed(events, Path::Restore)?;
+        load(&mut session)?;
         let log_len = session.events.len() as u64;
         session.first_live_seq = log_len;
         let count = if session.generation >= Generation::V2 {
-            let marker = session
-                .events
-                .iter()
-                .rev()
-                .find(|event| is_inherited_marker(event))
-                .map(|event| event.seq.get());
+            let marker = session.last_inherited_marker;
             match (session.header.is_seeded(), marker) {
                 (true, None) => {
                     return Err(seed_error(
@@ -288,6 +309,7 @@ impl Session {
             request_context: None,
             inherited_count: 0,
             first_live_seq: 0,
+            last_inherited_marker: None,
             batches: Vec::new(),
             undo: Vec::new(),
         }
@@ -315,6 +337,31 @@ impl Session {
                 accept_raw(&context, raw)?
             };
             self.commit_accepted(event, &plan);
+        }
+        Ok(())
+    }
+
+    fn seed_accepted(
+        &mut self,
+        events: impl IntoIterator<Item = Arc<Event>>,
+    ) -> Result<(), AcceptError> {
+        for (index, event) in events.into_iter().enumerate() {
+            let plan = {
+                let lookup = Window {
+                    base: Seq::ZERO,
+                    events: &self.events,
+                };
+                let context = Context {
+                    generation: self.generation,
+                    path: Path::Restore,
+                    surface: &self.surface,
+                    lookup: &lookup,
+                    expected_seq: Seq::from_index(self.events.len()),
+                    index: index as u64,
+                };
+                crate::accept::accept_existing(&context, &event)?
+            };
+            self.commit_shared(event, &plan);
         }
         Ok(())
     }
@@ -360,7 +407,7 @@ impl Session {
             event_type: candidate.event_type,
             seq,
             time,
-            data: candidate.data,
+            data: crate::data::Payload::Value(candidate.data),
             meta: candidate.meta,
             ignorable: candidate.ignorable,
             order: KeyOrder::CANONICAL,
@@ -476,6 +523,7 @@ impl Session {
             undo_len: self.undo.len(),
             request_header: self.request_header.clone(),
             request_context: self.request_context.clone(),
+            last_inherited_marker: self.last_inherited_marker,
         });
         BatchMark {
             log_len: self.events.len(),
@@ -512,6 +560,7 @@ impl Session {
         self.events.truncate(frame.log_len);
         self.request_header = frame.request_header;
         self.request_context = frame.request_context;
+        self.last_inherited_marker = frame.last_inherited_marker;
         if self.batches.is_empty() {
             self.undo.clear();
         }
@@ -519,7 +568,13 @@ impl Session {
     }
 
     fn commit_accepted(&mut self, event: Event, plan: &SurfacePlan) -> Arc<Event> {
-        let event = Arc::new(event);
+        self.commit_shared(Arc::new(event), plan)
+    }
+
+    fn commit_shared(&mut self, event: Arc<Event>, plan: &SurfacePlan) -> Arc<Event> {
+        if event.event_type == EventType::SessionEndSeed && is_inherited_marker(&event) {
+            self.last_inherited_marker = Some(event.seq.get());
+        }
         let undo = self.surface.apply(plan);
         if matches!(plan, SurfacePlan::Replace { .. }) {
             self.epoch += 1;
@@ -529,12 +584,12 @@ impl Session {
         }
         match event.event_type {
             EventType::RequestHeader => {
-                if let Some(header) = event.data.get("header") {
+                if let Some(header) = event.data().get("header") {
                     self.request_header = Some(Arc::new(canonical_header(header, self.generation)));
                 }
             }
             EventType::RequestContext => {
-                self.request_context = Some(Arc::new(event.data.clone()));
+                self.request_context = Some(Arc::new(event.data().clone()));
             }
             _ => {}
         }
@@ -688,7 +743,7 @@ fn stray_marker_error(seq: u64) -> AcceptError {
 
 fn is_inherited_marker(event: &Event) -> bool {
     event.event_type == EventType::SessionEndSeed
-        && event.data.get("inherited") == Some(&Value::Bool(true))
+        && event.data().get("inherited") == Some(&Value::Bool(true))
 }
 
 /// Replays `events` (base seq 0) through the surface rules only and reports
@@ -769,21 +824,23 @@ pub(crate) fn standalone_event(candidate: Candidate, seq: Seq, time: i64) -> Eve
             op,
             sources: sources.map(Arc::from),
         },
+        crate::accept::MetaInput::Accepted { op, sources } => SurfaceMeta::Surface { op, sources },
         crate::accept::MetaInput::Raw {
             surface_op,
             sources,
         } => SurfaceMeta::Opaque {
-            surface_op,
-            source_event_seqs: sources,
+            surface_op: surface_op.map(Box::new),
+            source_event_seqs: sources.map(Box::new),
         },
     };
     Event {
         event_type: candidate.event_type,
         seq,
         time,
-        data: candidate.data,
+        data: crate::data::Data::from_value(candidate.data),
         meta,
         ignorable: candidate.ignorable,
         order: KeyOrder::CANONICAL,
+        checked_under: None,
     }
 }

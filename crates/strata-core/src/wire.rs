@@ -7,21 +7,25 @@
 //! module whose types derive serde; surface, plan and index types stay private
 //! to their modules so the wire format is the only compatibility promise.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
+
+use crate::data::Payload;
 
 use crate::event::{EnvelopeKey, Event, KeyOrder, SurfaceMeta};
 use crate::generation::Generation;
 
 /// One event row as read from storage or built by a caller, not yet accepted.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct RawEvent {
     pub(crate) event_type: Option<Value>,
-    pub(crate) seq: Option<Value>,
-    pub(crate) time: Option<Value>,
-    pub(crate) data: Option<Value>,
+    pub(crate) seq: Option<Scalar>,
+    pub(crate) time: Option<Scalar>,
+    pub(crate) data: Option<Payload>,
     pub(crate) surface_op: Option<Value>,
     pub(crate) source_event_seqs: Option<Value>,
     pub(crate) ignorable: Option<Value>,
@@ -73,13 +77,16 @@ impl RawEvent {
             SurfaceMeta::Opaque {
                 surface_op,
                 source_event_seqs,
-            } => (surface_op.clone(), source_event_seqs.clone()),
+            } => (
+                surface_op.as_deref().cloned(),
+                source_event_seqs.as_deref().cloned(),
+            ),
         };
         RawEvent {
             event_type: Some(Value::from(event.event_type.as_str())),
-            seq: Some(Value::from(event.seq.get())),
-            time: Some(Value::from(event.time)),
-            data: Some(event.data.clone()),
+            seq: Some(Scalar::Number(event.seq.get() as f64)),
+            time: Some(Scalar::Number(event.time as f64)),
+            data: Some(Payload::Raw(event.data.raw().to_owned())),
             surface_op,
             source_event_seqs,
             ignorable: event.ignorable.then_some(Value::Bool(true)),
@@ -91,9 +98,29 @@ impl RawEvent {
     fn set_field(&mut self, key: &str, value: Value) {
         let (slot, envelope_key) = match key {
             "type" => (&mut self.event_type, EnvelopeKey::Type),
-            "seq" => (&mut self.seq, EnvelopeKey::Seq),
-            "time" => (&mut self.time, EnvelopeKey::Time),
-            "data" => (&mut self.data, EnvelopeKey::Data),
+            "seq" | "time" => {
+                let scalar = Scalar::from_value(value);
+                if key == "seq" {
+                    self.seq = Some(scalar);
+                } else {
+                    self.time = Some(scalar);
+                }
+                if let Some(order) = &mut self.order {
+                    order.push(if key == "seq" {
+                        EnvelopeKey::Seq
+                    } else {
+                        EnvelopeKey::Time
+                    });
+                }
+                return;
+            }
+            "data" => {
+                self.data = Some(Payload::Value(value));
+                if let Some(order) = &mut self.order {
+                    order.push(EnvelopeKey::Data);
+                }
+                return;
+            }
             "surfaceOp" => (&mut self.surface_op, EnvelopeKey::SurfaceOp),
             "sourceEventSeqs" => (&mut self.source_event_seqs, EnvelopeKey::SourceEventSeqs),
             "ignorable" => (&mut self.ignorable, EnvelopeKey::Ignorable),
@@ -114,19 +141,53 @@ impl RawEvent {
         self.event_type.as_ref().and_then(Value::as_str)
     }
 
-    /// The `seq` value as written.
-    pub fn seq_value(&self) -> Option<&Value> {
-        self.seq.as_ref()
+    /// The `seq` value as written (numbers normalized to their double value).
+    pub fn seq_value(&self) -> Option<Value> {
+        self.seq.as_ref().map(Scalar::to_value)
     }
 
-    /// The `data` value as written.
-    pub fn data(&self) -> Option<&Value> {
-        self.data.as_ref()
+    /// The `seq` as a non-negative safe integer, when it is one.
+    pub fn seq_number(&self) -> Option<u64> {
+        self.seq
+            .as_ref()
+            .and_then(Scalar::safe_integer)
+            .and_then(|seq| u64::try_from(seq).ok())
     }
 
-    /// Mutable access to `data`, for read-side normalizations of older generations.
+    /// The `time` as a safe integer, when it is one.
+    pub fn time_number(&self) -> Option<i64> {
+        self.time.as_ref().and_then(Scalar::safe_integer)
+    }
+
+    /// The `data` value (parsed from stored text when needed).
+    pub fn data(&self) -> Option<Cow<'_, Value>> {
+        match self.data.as_ref()? {
+            Payload::Value(value) => Some(Cow::Borrowed(value)),
+            Payload::Raw(raw) => Some(Cow::Owned(
+                serde_json::from_str(raw.get()).unwrap_or(Value::Null),
+            )),
+        }
+    }
+
+    /// The stored text of `data`, when the row was decoded from text.
+    pub fn data_json(&self) -> Option<&str> {
+        match self.data.as_ref()? {
+            Payload::Raw(raw) => Some(raw.get()),
+            Payload::Value(_) => None,
+        }
+    }
+
+    /// Mutable access to `data`, for read-side normalizations of older
+    /// generations (stored text is parsed into a value first).
     pub fn data_mut(&mut self) -> Option<&mut Value> {
-        self.data.as_mut()
+        if let Some(Payload::Raw(raw)) = &self.data {
+            let value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+            self.data = Some(Payload::Value(value));
+        }
+        match self.data.as_mut()? {
+            Payload::Value(value) => Some(value),
+            Payload::Raw(_) => None,
+        }
     }
 
     /// The `surfaceOp` value as written.
@@ -157,7 +218,7 @@ impl RawEvent {
 
     /// Replaces `seq` (fixture hydration and migrations renumber).
     pub fn set_seq(&mut self, seq: u64) {
-        self.seq = Some(Value::from(seq));
+        self.seq = Some(Scalar::Number(seq as f64));
         if let Some(order) = &mut self.order {
             order.push(EnvelopeKey::Seq);
         }
@@ -165,7 +226,7 @@ impl RawEvent {
 
     /// Replaces `time` (fixture hydration).
     pub fn set_time(&mut self, time: i64) {
-        self.time = Some(Value::from(time));
+        self.time = Some(Scalar::Number(time as f64));
         if let Some(order) = &mut self.order {
             order.push(EnvelopeKey::Time);
         }
@@ -178,7 +239,7 @@ impl RawEvent {
 
     /// Replaces `data`.
     pub fn set_data(&mut self, data: Value) {
-        self.data = Some(data);
+        self.data = Some(Payload::Value(data));
     }
 
     /// The row as a JSON object with its fields in read order (for diagnostics
@@ -189,9 +250,23 @@ impl RawEvent {
         for key in order.keys() {
             let (name, value) = match key {
                 EnvelopeKey::Type => ("type", &self.event_type),
-                EnvelopeKey::Seq => ("seq", &self.seq),
-                EnvelopeKey::Time => ("time", &self.time),
-                EnvelopeKey::Data => ("data", &self.data),
+                EnvelopeKey::Seq | EnvelopeKey::Time => {
+                    let (name, scalar) = if key == EnvelopeKey::Seq {
+                        ("seq", &self.seq)
+                    } else {
+                        ("time", &self.time)
+                    };
+                    if let Some(scalar) = scalar {
+                        map.insert(name.to_owned(), scalar.to_value());
+                    }
+                    continue;
+                }
+                EnvelopeKey::Data => {
+                    if let Some(data) = self.data() {
+                        map.insert("data".to_owned(), data.into_owned());
+                    }
+                    continue;
+                }
                 EnvelopeKey::SourceEventSeqs => ("sourceEventSeqs", &self.source_event_seqs),
                 EnvelopeKey::SurfaceOp => ("surfaceOp", &self.surface_op),
                 EnvelopeKey::Ignorable => ("ignorable", &self.ignorable),
@@ -201,6 +276,13 @@ impl RawEvent {
             }
         }
         Value::Object(map)
+    }
+}
+
+impl PartialEq for RawEvent {
+    /// Rows are equal when they hold the same fields (payload compared by value).
+    fn eq(&self, other: &RawEvent) -> bool {
+        self.malformed == other.malformed && self.to_value() == other.to_value()
     }
 }
 
@@ -226,6 +308,28 @@ impl<'de> Visitor<'de> for RawEventVisitor {
         };
         while let Some(key) = map.next_key::<KeyName>()? {
             match key {
+                KeyName::Known("data") => {
+                    let value: Box<RawValue> = map.next_value()?;
+                    raw.data = Some(Payload::Raw(value));
+                    if let Some(order) = &mut raw.order {
+                        order.push(EnvelopeKey::Data);
+                    }
+                }
+                KeyName::Known(name @ ("seq" | "time")) => {
+                    let scalar: Scalar = map.next_value()?;
+                    if name == "seq" {
+                        raw.seq = Some(scalar);
+                    } else {
+                        raw.time = Some(scalar);
+                    }
+                    if let Some(order) = &mut raw.order {
+                        order.push(if name == "seq" {
+                            EnvelopeKey::Seq
+                        } else {
+                            EnvelopeKey::Time
+                        });
+                    }
+                }
                 KeyName::Known(name) => {
                     let value: Value = map.next_value()?;
                     raw.set_field(name, value);
@@ -298,5 +402,109 @@ impl<'de> Deserialize<'de> for KeyName {
             }
         }
         deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+/// An envelope number (`seq`, `time`) read as the double `JSON.parse` gives,
+/// without allocating; anything else is kept as the value it was.
+#[derive(Clone, Debug)]
+pub(crate) enum Scalar {
+    Number(f64),
+    Other(Value),
+}
+
+impl Scalar {
+    fn from_value(value: Value) -> Scalar {
+        match &value {
+            Value::Number(number) => Scalar::Number(crate::json::number_value(number)),
+            _ => Scalar::Other(value),
+        }
+    }
+
+    fn to_value(&self) -> Value {
+        match self {
+            Scalar::Number(number) => {
+                if number.fract() == 0.0 && number.abs() <= crate::seq::MAX_SAFE_INTEGER as f64 {
+                    if *number == 0.0 && number.is_sign_negative() {
+                        serde_json::from_str("-0").unwrap_or(Value::Null)
+                    } else {
+                        Value::from(*number as i64)
+                    }
+                } else {
+                    serde_json::Number::from_f64(*number).map_or(Value::Null, Value::Number)
+                }
+            }
+            Scalar::Other(value) => value.clone(),
+        }
+    }
+
+    /// `Number.isSafeInteger`, refusing `-0`.
+    pub(crate) fn safe_integer(&self) -> Option<i64> {
+        match self {
+            Scalar::Number(number) => {
+                let number = *number;
+                let integral = number.is_finite() && number.fract() == 0.0;
+                let safe = number.abs() <= crate::seq::MAX_SAFE_INTEGER as f64;
+                let negative_zero = number == 0.0 && number.is_sign_negative();
+                (integral && safe && !negative_zero).then_some(number as i64)
+            }
+            Scalar::Other(_) => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Scalar, D::Error> {
+        deserializer.deserialize_any(ScalarVisitor)
+    }
+}
+
+struct ScalarVisitor;
+
+impl<'de> Visitor<'de> for ScalarVisitor {
+    type Value = Scalar;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_u64<E: de::Error>(self, value: u64) -> Result<Scalar, E> {
+        Ok(Scalar::Number(value as f64))
+    }
+    fn visit_i64<E: de::Error>(self, value: i64) -> Result<Scalar, E> {
+        Ok(Scalar::Number(value as f64))
+    }
+    fn visit_f64<E: de::Error>(self, value: f64) -> Result<Scalar, E> {
+        Ok(Scalar::Number(value))
+    }
+    fn visit_bool<E: de::Error>(self, value: bool) -> Result<Scalar, E> {
+        Ok(Scalar::Other(Value::Bool(value)))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Scalar, E> {
+        Ok(Scalar::Other(Value::Null))
+    }
+    fn visit_str<E: de::Error>(self, value: &str) -> Result<Scalar, E> {
+        Ok(Scalar::Other(Value::from(value)))
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<Scalar, A::Error> {
+        let value = Value::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+        Ok(Scalar::Other(value))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Scalar, A::Error> {
+        // Under `arbitrary_precision` a number arrives as a one-entry map
+        // keyed by serde_json's private token, holding the number's text.
+        let Some(first) = map.next_key_seed(crate::view::KeySeed)? else {
+            return Ok(Scalar::Other(Value::Object(Map::new())));
+        };
+        if first == "$serde_json::private::Number" {
+            let text = map.next_value_seed(crate::view::KeySeed)?;
+            let number = text.parse::<f64>().unwrap_or(f64::NAN);
+            return Ok(Scalar::Number(number));
+        }
+        let mut object = Map::new();
+        object.insert(first.into_owned(), map.next_value()?);
+        while let Some((key, value)) = map.next_entry::<String, Value>()? {
+            object.insert(key, value);
+        }
+        Ok(Scalar::Other(Value::Object(object)))
     }
 }

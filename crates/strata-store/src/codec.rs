@@ -356,7 +356,7 @@ pub fn decode_event_line(line: &[u8], location: &Location) -> Result<RawEvent, C
 /// leaving opaque metadata and rows without a valid seq as they are. Shared by every backend
 /// that stores the JSONL range encoding.
 pub fn expand_sources(mut raw: RawEvent, location: &Location) -> Result<RawEvent, CodecError> {
-    let row_seq = raw.seq_value().and_then(non_negative_safe_integer);
+    let row_seq = raw.seq_number();
     let Some(stored) = raw.source_event_seqs() else {
         return Ok(raw);
     };

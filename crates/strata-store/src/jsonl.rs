@@ -617,7 +617,7 @@ fn collect_events<R: Read>(
     for item in reader.by_ref() {
         let EventLine { line, event, .. } = item?;
         let expected = events.len() as u64;
-        let seq = event.seq_value().and_then(non_negative_safe_integer);
+        let seq = event.seq_number();
         if seq != Some(expected) {
             return Err(StoreError::Corrupt {
                 location: path.display().to_string(),
@@ -627,7 +627,7 @@ fn collect_events<R: Read>(
                     "seq out of order: expected {expected}, found {}",
                     event
                         .seq_value()
-                        .map_or_else(|| "none".to_owned(), ToString::to_string)
+                        .map_or_else(|| "none".to_owned(), |value| value.to_string())
                 ),
             });
         }
@@ -771,7 +771,7 @@ fn read_tail_raw(
             seq: Some(expected),
         };
         let event = crate::codec::decode_event_line(&line, &location)?;
-        let seq = event.seq_value().and_then(non_negative_safe_integer);
+        let seq = event.seq_number();
         if seq != Some(expected) {
             return Err(StoreError::Corrupt {
                 location: path.display().to_string(),
@@ -781,7 +781,7 @@ fn read_tail_raw(
                     "seq out of order in the log tail: expected {expected}, found {}",
                     event
                         .seq_value()
-                        .map_or_else(|| "none".to_owned(), ToString::to_string)
+                        .map_or_else(|| "none".to_owned(), |value| value.to_string())
                 ),
             });
         }
@@ -885,7 +885,7 @@ fn read_tail_zstd(
                 seq: expected,
             };
             let event = crate::codec::decode_event_line(line, &location)?;
-            let Some(seq) = event.seq_value().and_then(non_negative_safe_integer) else {
+            let Some(seq) = event.seq_number() else {
                 return Err(corrupt("record without a seq in the log tail".into()));
             };
             if expected.is_some_and(|want| want != seq) {
@@ -901,7 +901,7 @@ fn read_tail_zstd(
         }
     }
     if let Some(first) = events.first().and_then(|event| event.seq_value()) {
-        if non_negative_safe_integer(first) != Some(from_seq) {
+        if non_negative_safe_integer(&first) != Some(from_seq) {
             return Err(corrupt(format!(
                 "log tail starts at seq {first}, after the requested {from_seq}"
             )));

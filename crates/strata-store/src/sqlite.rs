@@ -410,8 +410,8 @@ fn event_row(event: &Event) -> Row {
             surface_op,
             source_event_seqs,
         } => (
-            source_event_seqs.as_ref().map(Value::to_string),
-            surface_op.as_ref().map(Value::to_string),
+            source_event_seqs.as_deref().map(Value::to_string),
+            surface_op.as_deref().map(Value::to_string),
         ),
     };
     Row {

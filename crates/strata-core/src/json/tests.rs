@@ -59,3 +59,22 @@ fn writer_matches_json_stringify_escapes_and_order() {
         "{\"z\":\"a\\\"b\\\\c\\u0001\\n\\t/é\",\"a\":1.50,\"m\":[true,null]}"
     );
 }
+
+#[test]
+fn text_check_agrees_with_value_check() {
+    for text in [
+        "-0",
+        "0",
+        "-0.0",
+        "1e400",
+        "-1e-400",
+        r#"{"a":"-0","b":[1,-2.5e3]}"#,
+        r#"{"a":"x\"-0","b":-0}"#,
+        r#"[0.1,-0.0001,"\\",-0e1]"#,
+        "true",
+        r#""-0""#,
+    ] {
+        let value = parse(text);
+        assert_eq!(text_is_lossless(text), is_lossless(&value), "{text}");
+    }
+}

@@ -42,7 +42,7 @@ fn create_append_read_restore_round_trip() {
 
         let tail = store.read_from("s1", 20).unwrap();
         assert_eq!(tail.len(), 4, "{kind:?}");
-        assert_eq!(tail[0].seq_value(), Some(&serde_json::json!(20)));
+        assert_eq!(tail[0].seq_value(), Some(serde_json::json!(20)));
         assert!(store.read_from("s1", 24).unwrap().is_empty());
         assert!(store.read_from("s1", 1_000).unwrap().is_empty());
     });
