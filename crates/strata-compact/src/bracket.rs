@@ -53,7 +53,8 @@ pub fn compaction_closer_row(rows: &[RawEvent]) -> Option<RawEvent> {
         Some("compaction/start") => Some(Some(row)),
         _ => None,
     })??;
-    let data = closer_data(start.data().unwrap_or(&Value::Null));
+    let start_data = start.data();
+    let data = closer_data(start_data.as_deref().unwrap_or(&Value::Null));
     let time = rows
         .last()
         .and_then(|row| row.to_value().get("time").cloned())
