@@ -20,7 +20,7 @@
 //!   id stored under two project directories, and a header whose id is not the requested one.
 
 use std::fs::{self, DirBuilder, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{DirBuilderExt, FileExt as _, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,8 +36,10 @@ use crate::layout::{encode_segment, parse_session_file_name, project_key, sessio
 use crate::lines::DEFAULT_MAX_RECORD_LEN;
 use crate::lock::{SessionLock, LOCK_FILE_NAME};
 use crate::memory::sort_newest_first;
-use crate::store::{Backend, Batch, Listing, LogAppender, StoredLog, TornInfo};
-use crate::zstd::{recoverable_prefix, FrameCompressor, FramePlaintext, DEFAULT_LEVEL};
+use crate::store::{
+    Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream, StoredLog, TornInfo,
+};
+use crate::zstd::{recoverable_prefix, FrameCompressor, ZstdStream, DEFAULT_LEVEL};
 
 /// How a JSONL root stores its logs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,19 +94,6 @@ pub struct JsonlBackend {
 struct Found {
     dir: PathBuf,
     file: PathBuf,
-}
-
-/// What reading a log file produced.
-struct LoadedFile {
-    header: SessionHeader,
-    events: Vec<RawEvent>,
-    /// Raw: offset after the last complete record. Zstd: start of the torn frame, or the file
-    /// length.
-    committed: u64,
-    file_len: u64,
-    /// Plaintext of complete records recovered from a torn zstd frame.
-    recovered: Vec<u8>,
-    n_recovered: usize,
 }
 
 impl JsonlBackend {
@@ -221,50 +210,35 @@ impl JsonlBackend {
         self.find(id)?.ok_or_else(|| self.not_found(id))
     }
 
-    /// Reads a whole log file (header, complete events, torn tail).
-    fn load(&self, path: &Path, id: Option<&str>) -> Result<LoadedFile, StoreError> {
-        let loaded = read_log_file(path, self.zstd(), self.config.max_record_len)?;
-        if let Some(id) = id {
-            if loaded.header.id() != id {
-                return Err(StoreError::Corrupt {
-                    location: path.display().to_string(),
-                    line: Some(1),
-                    seq: None,
-                    detail: format!(
-                        "header names session {:?}, not the requested {id:?} (id collision)",
-                        loaded.header.id()
-                    ),
-                });
-            }
-            let expected_dir = self.session_dir(loaded.header.cwd(), id)?;
-            if path.parent() != Some(expected_dir.as_path()) {
-                return Err(StoreError::Corrupt {
-                    location: path.display().to_string(),
-                    line: Some(1),
-                    seq: None,
-                    detail: format!(
-                        "header cwd maps session {id:?} to {}, not here",
-                        expected_dir.display()
-                    ),
-                });
-            }
+    /// Opens a log file of this root for streaming, checking that its header names `id` and
+    /// maps to the directory it sits in.
+    fn open_log(&self, path: &Path, id: &str) -> Result<JsonlRows, StoreError> {
+        let rows = JsonlRows::open(path, self.zstd(), self.config.max_record_len)?;
+        let header = rows.header();
+        if header.id() != id {
+            return Err(StoreError::Corrupt {
+                location: path.display().to_string(),
+                line: Some(1),
+                seq: None,
+                detail: format!(
+                    "header names session {:?}, not the requested {id:?} (id collision)",
+                    header.id()
+                ),
+            });
         }
-        Ok(loaded)
-    }
-
-    fn stored_log(&self, path: &Path, loaded: LoadedFile) -> StoredLog {
-        let torn = (loaded.committed < loaded.file_len).then_some(TornInfo {
-            offset: loaded.committed,
-            len: loaded.file_len - loaded.committed,
-            n_recovered: loaded.n_recovered,
-        });
-        StoredLog {
-            header: loaded.header,
-            events: loaded.events,
-            location: path.display().to_string(),
-            first_line: Some(2),
-            torn,
+        let expected_dir = self.session_dir(header.cwd(), id)?;
+        if path.parent() != Some(expected_dir.as_path()) {
+            return Err(StoreError::Corrupt {
+                location: path.display().to_string(),
+                line: Some(1),
+                seq: None,
+                detail: format!(
+                    "header cwd maps session {id:?} to {}, not here",
+                    expected_dir.display()
+                ),
+            });
         }
+        Ok(rows)
     }
 }
 
@@ -300,10 +274,6 @@ impl Backend for JsonlBackend {
         let final_path = dir.join(self.file_name());
         let mut header_line = Vec::new();
         encode_header_line(header, &mut header_line)?;
-        let mut body = Vec::new();
-        for event in events {
-            encode_event_line(event, &mut body);
-        }
         let mut compressor = if self.zstd() {
             Some(
                 FrameCompressor::new(self.config.zstd_level)
@@ -312,26 +282,10 @@ impl Backend for JsonlBackend {
         } else {
             None
         };
-        let bytes = match &mut compressor {
-            Some(compressor) => {
-                let mut bytes = compressor
-                    .frame(&header_line)
-                    .map_err(|source| StoreError::io("compress", &final_path, source))?;
-                if !body.is_empty() {
-                    bytes.extend_from_slice(
-                        &compressor
-                            .frame(&body)
-                            .map_err(|source| StoreError::io("compress", &final_path, source))?,
-                    );
-                }
-                bytes
-            }
-            None => {
-                header_line.extend_from_slice(&body);
-                header_line
-            }
-        };
-        publish_new(&final_path, &bytes).map_err(|error| match error {
+        let size = publish_new(&final_path, |out| {
+            write_whole_log(out, &header_line, events, compressor.as_mut())
+        })
+        .map_err(|error| match error {
             PublishError::Exists => StoreError::AlreadyExists {
                 store: self.describe(),
                 id: id.to_owned(),
@@ -343,19 +297,39 @@ impl Backend for JsonlBackend {
             id: id.to_owned(),
             path: final_path,
             file,
-            size: bytes.len() as u64,
+            size,
             next_seq: events.len() as u64,
             compressor,
             _lock: lock,
         }))
     }
 
-    fn open_append(&self, id: &str) -> Result<(StoredLog, Box<dyn LogAppender>), StoreError> {
+    fn open_append(
+        &self,
+        id: &str,
+        load: &mut LoadFn<'_>,
+    ) -> Result<Box<dyn LogAppender>, StoreError> {
         let found = self.find_existing(id)?;
         let lock = SessionLock::acquire(&found.dir.join(LOCK_FILE_NAME), id)?;
-        let loaded = self.load(&found.file, Some(id))?;
+        let rows = self.open_log(&found.file, id)?;
+        let mut stream = rows.into_stream();
+        load(&mut stream)?;
+        if stream.next().is_some() {
+            return Err(StoreError::Corrupt {
+                location: found.file.display().to_string(),
+                line: None,
+                seq: Some(stream.n_read()),
+                detail: "the log was not read to its end before opening it for writing".into(),
+            });
+        }
+        let next_seq = stream.n_read();
+        let torn = stream.torn();
+        drop(stream);
         let file = open_rw(&found.file)?;
-        let mut size = loaded.file_len;
+        let mut size = file
+            .metadata()
+            .map_err(|source| StoreError::io("stat", &found.file, source))?
+            .len();
         let mut compressor = if self.zstd() {
             Some(
                 FrameCompressor::new(self.config.zstd_level)
@@ -364,15 +338,20 @@ impl Backend for JsonlBackend {
         } else {
             None
         };
-        if loaded.committed < loaded.file_len {
-            // Never glue an append onto torn bytes: cut them first, durably.
-            file.set_len(loaded.committed)
+        if let Some(torn) = torn {
+            // Never glue an append onto torn bytes: cut them first, durably, re-appending the
+            // complete records a torn zstd frame held as a fresh frame.
+            let recovered = match &compressor {
+                Some(_) => torn_frame_records(&found.file, torn.offset)?,
+                None => Vec::new(),
+            };
+            file.set_len(torn.offset)
                 .and_then(|()| file.sync_all())
                 .map_err(|source| StoreError::io("truncate torn tail of", &found.file, source))?;
-            size = loaded.committed;
-            if let (Some(compressor), false) = (&mut compressor, loaded.recovered.is_empty()) {
+            size = torn.offset;
+            if let (Some(compressor), false) = (&mut compressor, recovered.is_empty()) {
                 let frame = compressor
-                    .frame(&loaded.recovered)
+                    .frame(&recovered)
                     .map_err(|source| StoreError::io("compress", &found.file, source))?;
                 file.write_all_at(&frame, size)
                     .and_then(|()| file.sync_data())
@@ -382,26 +361,20 @@ impl Backend for JsonlBackend {
                 size += frame.len() as u64;
             }
         }
-        let next_seq = loaded.events.len() as u64;
-        let log = self.stored_log(&found.file, loaded);
-        Ok((
-            log,
-            Box::new(JsonlAppender {
-                id: id.to_owned(),
-                path: found.file,
-                file,
-                size,
-                next_seq,
-                compressor,
-                _lock: lock,
-            }),
-        ))
+        Ok(Box::new(JsonlAppender {
+            id: id.to_owned(),
+            path: found.file,
+            file,
+            size,
+            next_seq,
+            compressor,
+            _lock: lock,
+        }))
     }
 
-    fn read(&self, id: &str) -> Result<StoredLog, StoreError> {
+    fn scan(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
         let found = self.find_existing(id)?;
-        let loaded = self.load(&found.file, Some(id))?;
-        Ok(self.stored_log(&found.file, loaded))
+        Ok(self.open_log(&found.file, id)?.into_stream())
     }
 
     fn read_from(&self, id: &str, from_seq: u64) -> Result<Vec<RawEvent>, StoreError> {
@@ -535,92 +508,135 @@ impl LogAppender for JsonlAppender {
     }
 }
 
-/// Reads a V3 log file (raw or zstd by `zstd`): header, complete events with contiguous seqs,
-/// and the torn tail. Interior corruption is an error naming file, line and seq.
-fn read_log_file(path: &Path, zstd: bool, max_record_len: usize) -> Result<LoadedFile, StoreError> {
-    let options = ReaderOptions {
-        file: Some(path.to_path_buf()),
-        max_record_len,
-        ..ReaderOptions::default()
-    };
-    let file = File::open(path).map_err(|source| StoreError::io("open", path, source))?;
-    if !zstd {
+/// The byte source under a log's line reader: the file itself, or its zstd plaintext.
+enum Source {
+    Raw(JsonlReader<File>),
+    Zstd(JsonlReader<ZstdStream>),
+}
+
+/// The events of one V3 log file, streamed: contiguous seqs from 0 are required, the first bad
+/// record ends the stream with an error naming file, line and seq, and a torn tail is recorded
+/// (never returned) when the stream ends.
+pub(crate) struct JsonlRows {
+    source: Source,
+    path: PathBuf,
+    file_len: u64,
+    next_seq: u64,
+    done: bool,
+    torn: Option<TornInfo>,
+}
+
+impl JsonlRows {
+    /// Opens `path` (raw, or zstd when `zstd`) and reads its header.
+    fn open(path: &Path, zstd: bool, max_record_len: usize) -> Result<JsonlRows, StoreError> {
+        let options = ReaderOptions {
+            file: Some(path.to_path_buf()),
+            max_record_len,
+            ..ReaderOptions::default()
+        };
+        let file = File::open(path).map_err(|source| StoreError::io("open", path, source))?;
         let file_len = file
             .metadata()
             .map_err(|source| StoreError::io("stat", path, source))?
             .len();
-        let mut reader = JsonlReader::new(file, options)?;
-        let events = collect_events(path, &mut reader)?;
-        return Ok(LoadedFile {
-            header: reader.header().clone(),
-            events,
-            committed: reader.committed_offset(),
+        let source = if zstd {
+            let stream =
+                ZstdStream::new(file).map_err(|source| StoreError::io("decode", path, source))?;
+            let reader =
+                JsonlReader::new(stream, options).map_err(|error| zstd_error(path, None, error))?;
+            let stream = reader.get_ref();
+            if stream.first_frame_plain_end() != Some(reader.header_end()) {
+                if let Some(detail) = stream.failure() {
+                    return Err(corrupt(path, detail.to_owned()));
+                }
+                return Err(StoreError::Corrupt {
+                    location: path.display().to_string(),
+                    line: Some(1),
+                    seq: None,
+                    detail: "the first zstd frame must hold exactly the header line".into(),
+                });
+            }
+            Source::Zstd(reader)
+        } else {
+            Source::Raw(JsonlReader::new(file, options)?)
+        };
+        Ok(JsonlRows {
+            source,
+            path: path.to_path_buf(),
             file_len,
-            recovered: Vec::new(),
-            n_recovered: 0,
-        });
+            next_seq: 0,
+            done: false,
+            torn: None,
+        })
     }
-    let bytes = read_all(path, file)?;
-    let scan = scan_frames(&bytes).map_err(|error| StoreError::Corrupt {
-        location: path.display().to_string(),
-        line: None,
-        seq: None,
-        detail: error.to_string(),
-    })?;
-    let torn_start = scan.torn_start;
-    let plaintext = FramePlaintext::new(&bytes, scan)
-        .map_err(|source| StoreError::io("decode", path, source))?;
-    let mut reader = match JsonlReader::new(plaintext, options) {
-        Ok(reader) => reader,
-        Err(error) => return Err(zstd_error(path, None, error)),
-    };
-    let frames = reader.get_ref().spans().to_vec();
-    if frames.first().map(|span| span.plain_end) != Some(reader.header_end()) {
-        return Err(StoreError::Corrupt {
-            location: path.display().to_string(),
-            line: Some(1),
-            seq: None,
-            detail: "the first zstd frame must hold exactly the header line".into(),
-        });
-    }
-    let events = match collect_events(path, &mut reader) {
-        Ok(events) => events,
-        Err(StoreError::Codec(error)) => {
-            return Err(zstd_error(path, reader.get_ref().failure(), *error))
+
+    fn header(&self) -> &SessionHeader {
+        match &self.source {
+            Source::Raw(reader) => reader.header(),
+            Source::Zstd(reader) => reader.header(),
         }
-        Err(other) => return Err(other),
-    };
-    let (committed, recovered) = match torn_start {
-        Some(start) => (
-            start as u64,
-            recoverable_prefix(reader.get_ref().torn_plaintext()).to_vec(),
-        ),
-        None => (bytes.len() as u64, Vec::new()),
-    };
-    let n_recovered = recovered.iter().filter(|&&byte| byte == b'\n').count();
-    Ok(LoadedFile {
-        header: reader.header().clone(),
-        events,
-        committed,
-        file_len: bytes.len() as u64,
-        recovered,
-        n_recovered,
-    })
+    }
+
+    fn into_stream(self) -> LogStream<'static> {
+        let header = self.header().clone();
+        let location = self.path.display().to_string();
+        LogStream::new(header, location, Some(2), self)
+    }
+
+    /// Records what the read left unread at the end of the file.
+    fn finish(&mut self) -> Result<(), StoreError> {
+        self.done = true;
+        self.torn = match &self.source {
+            Source::Raw(reader) => {
+                let committed = reader.committed_offset();
+                (committed < self.file_len).then_some(TornInfo {
+                    offset: committed,
+                    len: self.file_len - committed,
+                    n_recovered: 0,
+                })
+            }
+            Source::Zstd(reader) => match reader.get_ref().torn() {
+                Some(frame) => Some(TornInfo {
+                    offset: frame.start,
+                    len: self.file_len.saturating_sub(frame.start),
+                    n_recovered: torn_frame_records(&self.path, frame.start)?
+                        .iter()
+                        .filter(|&&byte| byte == b'\n')
+                        .count(),
+                }),
+                None => None,
+            },
+        };
+        Ok(())
+    }
 }
 
-/// Drains a reader, requiring contiguous seqs from 0; the first bad line is the error.
-fn collect_events<R: Read>(
-    path: &Path,
-    reader: &mut JsonlReader<R>,
-) -> Result<Vec<RawEvent>, StoreError> {
-    let mut events = Vec::new();
-    for item in reader.by_ref() {
-        let EventLine { line, event, .. } = item?;
-        let expected = events.len() as u64;
-        let seq = event.seq_number();
-        if seq != Some(expected) {
-            return Err(StoreError::Corrupt {
-                location: path.display().to_string(),
+impl Iterator for JsonlRows {
+    type Item = Result<RawEvent, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let item = match &mut self.source {
+            Source::Raw(reader) => reader.next().map(|item| item.map_err(StoreError::from)),
+            Source::Zstd(reader) => reader.next().map(|item| {
+                item.map_err(|error| zstd_error(&self.path, reader.get_ref().failure(), error))
+            }),
+        };
+        let EventLine { line, event, .. } = match item {
+            None => return self.finish().err().map(Err),
+            Some(Err(error)) => {
+                self.done = true;
+                return Some(Err(error));
+            }
+            Some(Ok(line)) => line,
+        };
+        let expected = self.next_seq;
+        if event.seq_number() != Some(expected) {
+            self.done = true;
+            return Some(Err(StoreError::Corrupt {
+                location: self.path.display().to_string(),
                 line: Some(line),
                 seq: Some(expected),
                 detail: format!(
@@ -629,23 +645,51 @@ fn collect_events<R: Read>(
                         .seq_value()
                         .map_or_else(|| "none".to_owned(), |value| value.to_string())
                 ),
-            });
+            }));
         }
-        events.push(event);
+        self.next_seq += 1;
+        Some(Ok(event))
     }
-    Ok(events)
+}
+
+impl EventRows for JsonlRows {
+    fn torn(&self) -> Option<TornInfo> {
+        self.torn
+    }
+}
+
+/// The complete records a torn final zstd frame starting at `start` decodes to (best effort).
+fn torn_frame_records(path: &Path, start: u64) -> Result<Vec<u8>, StoreError> {
+    let mut file = File::open(path).map_err(|source| StoreError::io("open", path, source))?;
+    let mut bytes = Vec::new();
+    file.seek(SeekFrom::Start(start))
+        .and_then(|_| file.read_to_end(&mut bytes))
+        .map_err(|source| StoreError::io("read", path, source))?;
+    let mut decoder = zstd::stream::raw::Decoder::new()
+        .map_err(|source| StoreError::io("decode", path, source))?;
+    let mut plain = Vec::new();
+    if crate::zstd::decompress(&mut decoder, &bytes, &mut plain, false).is_err() {
+        plain.clear();
+    }
+    let keep = recoverable_prefix(&plain).len();
+    plain.truncate(keep);
+    Ok(plain)
+}
+
+fn corrupt(path: &Path, detail: String) -> StoreError {
+    StoreError::Corrupt {
+        location: path.display().to_string(),
+        line: None,
+        seq: None,
+        detail,
+    }
 }
 
 /// Prefers the frame-level failure (checksum, torn record in a complete frame) over the
 /// generic read error it surfaced as.
 fn zstd_error(path: &Path, failure: Option<&str>, error: crate::codec::CodecError) -> StoreError {
     match (failure, &error) {
-        (Some(detail), crate::codec::CodecError::Io { .. }) => StoreError::Corrupt {
-            location: path.display().to_string(),
-            line: None,
-            seq: None,
-            detail: detail.to_owned(),
-        },
+        (Some(detail), crate::codec::CodecError::Io { .. }) => corrupt(path, detail.to_owned()),
         _ => StoreError::from(error),
     }
 }
@@ -668,38 +712,10 @@ fn read_header(path: &Path, zstd: bool) -> Result<SessionHeader, StoreError> {
     if !zstd {
         return Ok(JsonlReader::new(file, options)?.header().clone());
     }
-    // Read 8 KiB chunks until the first frame is complete.
-    let mut bytes = Vec::new();
-    let mut chunk = vec![0; 8 * 1024];
-    let mut file = file;
-    loop {
-        let read = file
-            .read(&mut chunk)
-            .map_err(|source| StoreError::io("read", path, source))?;
-        bytes.extend_from_slice(&chunk[..read]);
-        let scan = scan_frames(&bytes).map_err(|error| StoreError::Corrupt {
-            location: path.display().to_string(),
-            line: None,
-            seq: None,
-            detail: error.to_string(),
-        })?;
-        if let Some(&first) = scan.frames.first() {
-            let scan = crate::frames::FrameScan {
-                frames: vec![first],
-                torn_start: None,
-            };
-            let plaintext = FramePlaintext::new(&bytes[..first.end], scan)
-                .map_err(|source| StoreError::io("decode", path, source))?;
-            return JsonlReader::new(plaintext, options)
-                .map(|reader| reader.header().clone())
-                .map_err(StoreError::from);
-        }
-        if read == 0 {
-            return Err(crate::codec::CodecError::MissingHeader {
-                file: Some(path.to_path_buf()),
-            }
-            .into());
-        }
+    let stream = ZstdStream::new(file).map_err(|source| StoreError::io("decode", path, source))?;
+    match JsonlReader::new(stream, options) {
+        Ok(reader) => Ok(reader.header().clone()),
+        Err(error) => Err(zstd_error(path, None, error)),
     }
 }
 
@@ -950,9 +966,13 @@ enum PublishError {
     Io(StoreError),
 }
 
-/// Publishes `bytes` at `path` durably and without ever replacing an existing file: exclusive
-/// temp file, write, fsync, `link` (EEXIST if taken), directory fsync, unlink the temp name.
-fn publish_new(path: &Path, bytes: &[u8]) -> Result<(), PublishError> {
+/// Publishes what `write` writes at `path` durably and without ever replacing an existing
+/// file: exclusive temp file, write, fsync, `link` (EEXIST if taken), directory fsync, unlink
+/// the temp name. Returns the number of bytes published.
+fn publish_new(
+    path: &Path,
+    write: impl FnOnce(&mut io::BufWriter<&mut File>) -> io::Result<u64>,
+) -> Result<u64, PublishError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     if path.exists() {
@@ -975,13 +995,20 @@ fn publish_new(path: &Path, bytes: &[u8]) -> Result<(), PublishError> {
         .mode(0o600)
         .open(&temp)
         .and_then(|mut file| {
-            file.write_all(bytes)?;
-            file.sync_all()
+            let mut out = io::BufWriter::with_capacity(256 * 1024, &mut file);
+            let len = write(&mut out)?;
+            out.flush()?;
+            drop(out);
+            file.sync_all()?;
+            Ok(len)
         });
-    if let Err(source) = written {
-        let _ = fs::remove_file(&temp);
-        return Err(PublishError::Io(StoreError::io("write", &temp, source)));
-    }
+    let len = match written {
+        Ok(len) => len,
+        Err(source) => {
+            let _ = fs::remove_file(&temp);
+            return Err(PublishError::Io(StoreError::io("write", &temp, source)));
+        }
+    };
     let linked = fs::hard_link(&temp, path);
     let _ = fs::remove_file(&temp);
     match linked {
@@ -991,33 +1018,87 @@ fn publish_new(path: &Path, bytes: &[u8]) -> Result<(), PublishError> {
         }
         Err(source) => return Err(PublishError::Io(StoreError::io("publish", path, source))),
     }
-    fsync_dir(dir).map_err(PublishError::Io)
+    fsync_dir(dir).map_err(PublishError::Io)?;
+    Ok(len)
 }
 
-/// Reads a V3 JSONL log file outside any store (raw, or zstd when the name ends in `.zstd`):
-/// header and complete events; a torn tail is reported, not returned. For tools that take a
-/// file path (`strata validate FILE`).
+/// Plaintext bytes per zstd frame when many events are written at once (create with events,
+/// [`write_log`]): ~1 MiB slices, as a migration writes them (persistence §2.10), so a reader's
+/// torn-frame recovery and memory stay bounded.
+const BULK_FRAME_LEN: usize = 1 << 20;
+
+/// Writes a whole log: the header line (its own frame in zstd), then the events, in frames of
+/// about [`BULK_FRAME_LEN`] plaintext bytes. Returns the bytes written.
+fn write_whole_log(
+    out: &mut impl Write,
+    header_line: &[u8],
+    events: &[Arc<Event>],
+    mut compressor: Option<&mut FrameCompressor>,
+) -> io::Result<u64> {
+    let mut written = 0_u64;
+    let mut emit = |out: &mut dyn Write, plain: &[u8]| -> io::Result<()> {
+        match compressor.as_deref_mut() {
+            Some(compressor) => {
+                let frame = compressor.frame(plain)?;
+                out.write_all(&frame)?;
+                written += frame.len() as u64;
+            }
+            None => {
+                out.write_all(plain)?;
+                written += plain.len() as u64;
+            }
+        }
+        Ok(())
+    };
+    emit(out, header_line)?;
+    let mut batch = Vec::with_capacity(BULK_FRAME_LEN + 64 * 1024);
+    for event in events {
+        encode_event_line(event, &mut batch);
+        if batch.len() >= BULK_FRAME_LEN {
+            emit(out, &batch)?;
+            batch.clear();
+        }
+    }
+    if !batch.is_empty() {
+        emit(out, &batch)?;
+    }
+    Ok(written)
+}
+
+/// Whether a file holds a zstd artifact: it starts with the zstd frame magic (an empty or
+/// unreadable start is not zstd). dsh names such files `.zstd`; content decides, not the name.
+pub fn is_zstd_file(path: &Path) -> Result<bool, StoreError> {
+    let mut file = File::open(path).map_err(|source| StoreError::io("open", path, source))?;
+    let mut magic = [0_u8; 4];
+    let mut filled = 0;
+    while filled < magic.len() {
+        match file.read(&mut magic[filled..]) {
+            Ok(0) => return Ok(false),
+            Ok(read) => filled += read,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(source) => return Err(StoreError::io("read", path, source)),
+        }
+    }
+    Ok(magic == [0x28, 0xB5, 0x2F, 0xFD])
+}
+
+/// Streams a V3 JSONL log file outside any store, raw or zstd (told apart by content): the
+/// header at once, then complete events with contiguous seqs; a torn tail is reported by
+/// [`LogStream::torn`] at the end, never returned. For tools that take a file path (`strata
+/// validate FILE`, `strata import FILE`).
+pub fn scan_log(path: &Path) -> Result<LogStream<'static>, StoreError> {
+    let zstd = is_zstd_file(path)?;
+    Ok(JsonlRows::open(path, zstd, DEFAULT_MAX_RECORD_LEN)?.into_stream())
+}
+
+/// Reads a whole V3 JSONL log file outside any store (see [`scan_log`]) into memory.
 pub fn read_log(path: &Path) -> Result<StoredLog, StoreError> {
-    let zstd = path
-        .extension()
-        .is_some_and(|extension| extension == "zstd");
-    let loaded = read_log_file(path, zstd, DEFAULT_MAX_RECORD_LEN)?;
-    let torn = (loaded.committed < loaded.file_len).then_some(TornInfo {
-        offset: loaded.committed,
-        len: loaded.file_len - loaded.committed,
-        n_recovered: loaded.n_recovered,
-    });
-    Ok(StoredLog {
-        header: loaded.header,
-        events: loaded.events,
-        location: path.display().to_string(),
-        first_line: Some(2),
-        torn,
-    })
+    scan_log(path)?.collect_log()
 }
 
 /// Writes a session as a V3 JSONL file (zstd when the name ends in `.zstd`: one frame for the
-/// header, one for the events), published durably and never over an existing file.
+/// header, then frames of about 1 MiB of event lines), published durably and never over an
+/// existing file. The lines are byte-identical to what dsh writes for the same events.
 pub fn write_log(
     path: &Path,
     header: &SessionHeader,
@@ -1028,29 +1109,19 @@ pub fn write_log(
         .is_some_and(|extension| extension == "zstd");
     let mut header_line = Vec::new();
     encode_header_line(header, &mut header_line)?;
-    let mut body = Vec::new();
-    for event in events {
-        encode_event_line(event, &mut body);
-    }
-    let bytes = if zstd {
-        let mut compressor = FrameCompressor::new(DEFAULT_LEVEL)
-            .map_err(|source| StoreError::io("start zstd for", path, source))?;
-        let mut bytes = compressor
-            .frame(&header_line)
-            .map_err(|source| StoreError::io("compress", path, source))?;
-        if !body.is_empty() {
-            bytes.extend(
-                compressor
-                    .frame(&body)
-                    .map_err(|source| StoreError::io("compress", path, source))?,
-            );
-        }
-        bytes
+    let mut compressor = if zstd {
+        Some(
+            FrameCompressor::new(DEFAULT_LEVEL)
+                .map_err(|source| StoreError::io("start zstd for", path, source))?,
+        )
     } else {
-        header_line.extend_from_slice(&body);
-        header_line
+        None
     };
-    publish_new(path, &bytes).map_err(|error| match error {
+    publish_new(path, |out| {
+        write_whole_log(out, &header_line, events, compressor.as_mut())
+    })
+    .map(drop)
+    .map_err(|error| match error {
         PublishError::Exists => StoreError::io(
             "write",
             path,

@@ -34,7 +34,9 @@ pub use codec::{
 };
 pub use error::{AppendError, ForkError, LockHolder, StoreError};
 pub use frames::{scan_frames, FrameError, FrameScan, FrameSpan};
-pub use jsonl::{read_log, write_log, Compression, JsonlBackend, JsonlConfig};
+pub use jsonl::{
+    is_zstd_file, read_log, scan_log, write_log, Compression, JsonlBackend, JsonlConfig,
+};
 pub use layout::{
     decode_segment, encode_segment, parse_session_file_name, project_key, session_file_name,
     LayoutError, MAX_PROJECT_SLUG_UNITS, NO_CWD_DIR,
@@ -46,7 +48,8 @@ pub use memory::MemoryBackend;
 pub use ranges::{decode_source_seqs, encode_source_seqs, RangeError, MAX_SAFE_SEQ};
 pub use sqlite::{SqliteBackend, APPLICATION_ID, COMPRESS_THRESHOLD, SCHEMA_VERSION};
 pub use store::{
-    default_sqlite_path, Backend, Batch, Listing, LogAppender, Store, StoredLog, TornInfo,
+    default_sqlite_path, restore_stream, Backend, Batch, EventRows, Listing, LoadFn, LogAppender,
+    LogStream, Store, StoredLog, TornInfo,
 };
 pub use writer::SessionWriter;
 

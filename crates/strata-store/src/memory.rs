@@ -18,7 +18,7 @@ use strata_core::{Event, RawEvent, SessionHeader};
 use crate::codec::{decode_event_line, encode_event_line, Location};
 use crate::error::{LockHolder, StoreError};
 use crate::lines::DEFAULT_MAX_RECORD_LEN;
-use crate::store::{Backend, Batch, Listing, LogAppender, StoredLog};
+use crate::store::{Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream};
 
 /// An in-memory [`Backend`].
 #[derive(Clone, Default)]
@@ -75,6 +75,23 @@ impl MemoryBackend {
             store: self.describe(),
             id: id.to_owned(),
         }
+    }
+
+    /// A stream over a snapshot of a session's lines.
+    fn stream(&self, id: &str, session: &MemorySession) -> LogStream<'static> {
+        let rows = MemoryRows {
+            id: id.to_owned(),
+            lines: session.lines.clone(),
+            pos: 0,
+            seq: 0,
+            n_events: session.n_events,
+        };
+        LogStream::new(
+            session.header.clone(),
+            format!("memory#{id}"),
+            Some(2),
+            rows,
+        )
     }
 
     fn decode(
@@ -152,44 +169,48 @@ impl Backend for MemoryBackend {
         }))
     }
 
-    fn open_append(&self, id: &str) -> Result<(StoredLog, Box<dyn LogAppender>), StoreError> {
-        let mut sessions = self.sessions();
-        let session = sessions.get_mut(id).ok_or_else(|| self.not_found(id))?;
-        if session.locked {
-            return Err(StoreError::Locked {
-                id: id.to_owned(),
-                holder: LockHolder {
-                    pid: Some(std::process::id()),
-                },
-            });
-        }
-        let events = self.decode(id, session, 0)?;
-        session.locked = true;
-        let log = StoredLog {
-            header: session.header.clone(),
-            location: format!("memory#{id}"),
-            first_line: Some(2),
-            torn: None,
-            events,
+    fn open_append(
+        &self,
+        id: &str,
+        load: &mut LoadFn<'_>,
+    ) -> Result<Box<dyn LogAppender>, StoreError> {
+        let mut stream = {
+            let mut sessions = self.sessions();
+            let session = sessions.get_mut(id).ok_or_else(|| self.not_found(id))?;
+            if session.locked {
+                return Err(StoreError::Locked {
+                    id: id.to_owned(),
+                    holder: LockHolder {
+                        pid: Some(std::process::id()),
+                    },
+                });
+            }
+            session.locked = true;
+            self.stream(id, session)
         };
-        let appender = MemoryAppender {
+        // The appender owns the lock from here: dropping it on an early return unlocks.
+        let mut appender = MemoryAppender {
             backend: self.clone(),
             id: id.to_owned(),
-            next_seq: log.events.len() as u64,
+            next_seq: 0,
         };
-        Ok((log, Box::new(appender)))
+        load(&mut stream)?;
+        if stream.next().is_some() {
+            return Err(StoreError::Corrupt {
+                location: format!("memory#{id}"),
+                line: None,
+                seq: Some(stream.n_read()),
+                detail: "the log was not read to its end before opening it for writing".into(),
+            });
+        }
+        appender.next_seq = stream.n_read();
+        Ok(Box::new(appender))
     }
 
-    fn read(&self, id: &str) -> Result<StoredLog, StoreError> {
+    fn scan(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
         let sessions = self.sessions();
         let session = sessions.get(id).ok_or_else(|| self.not_found(id))?;
-        Ok(StoredLog {
-            header: session.header.clone(),
-            events: self.decode(id, session, 0)?,
-            location: format!("memory#{id}"),
-            first_line: Some(2),
-            torn: None,
-        })
+        Ok(self.stream(id, session))
     }
 
     fn read_from(&self, id: &str, from_seq: u64) -> Result<Vec<RawEvent>, StoreError> {
@@ -232,6 +253,52 @@ impl Backend for MemoryBackend {
         }
     }
 }
+
+/// The rows of a snapshot of one session's lines.
+struct MemoryRows {
+    id: String,
+    lines: Vec<u8>,
+    /// Invariant: offset of the next line in `lines`.
+    pos: usize,
+    seq: u64,
+    n_events: u64,
+}
+
+impl Iterator for MemoryRows {
+    type Item = Result<RawEvent, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.seq >= self.n_events {
+            return None;
+        }
+        let rest = self.lines.get(self.pos..).unwrap_or(&[]);
+        let end = rest
+            .iter()
+            .position(|&byte| byte == b'\n')
+            .unwrap_or(rest.len());
+        let line = &rest[..end];
+        self.pos += end + 1;
+        let seq = self.seq;
+        self.seq += 1;
+        let location = Location {
+            file: None,
+            line: seq + 2,
+            seq: Some(seq),
+        };
+        let decoded = decode_event_line(line, &location).map_err(|error| StoreError::Corrupt {
+            location: format!("memory#{}", self.id),
+            line: Some(seq + 2),
+            seq: Some(seq),
+            detail: error.to_string(),
+        });
+        if decoded.is_err() {
+            self.n_events = seq;
+        }
+        Some(decoded)
+    }
+}
+
+impl EventRows for MemoryRows {}
 
 /// Sorts headers newest `createdAt` first, ties by id, as every backend lists them.
 pub(crate) fn sort_newest_first(headers: &mut [SessionHeader]) {

@@ -35,7 +35,9 @@ use crate::layout::encode_segment;
 use crate::lines::DEFAULT_MAX_RECORD_LEN;
 use crate::lock::SessionLock;
 use crate::memory::sort_newest_first;
-use crate::store::{default_sqlite_path, Backend, Batch, Listing, LogAppender, StoredLog};
+use crate::store::{
+    default_sqlite_path, Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream,
+};
 
 /// The schema this build reads and writes (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = 1;
@@ -164,13 +166,8 @@ impl SqliteBackend {
         }
     }
 
-    /// Reads a session's header and its events with seq `from_seq..` on `conn`.
-    fn read_on(
-        &self,
-        conn: &Connection,
-        id: &str,
-        from_seq: u64,
-    ) -> Result<(SessionHeader, Vec<RawEvent>), StoreError> {
+    /// Reads a session's header on `conn`.
+    fn read_header_on(&self, conn: &Connection, id: &str) -> Result<SessionHeader, StoreError> {
         let header_text: Option<String> = conn
             .prepare_cached("SELECT header FROM sessions WHERE id = ?1")
             .and_then(|mut statement| statement.query_row([id], |row| row.get(0)).optional())
@@ -183,25 +180,37 @@ impl SqliteBackend {
             line: 1,
             seq: None,
         };
-        let header = decode_header_line(header_text.as_bytes(), &location)?;
+        Ok(decode_header_line(header_text.as_bytes(), &location)?)
+    }
+
+    /// Reads up to `limit` events with seq `from_seq..` on `conn` (all of them when `limit` is
+    /// `None`), requiring contiguous seqs.
+    fn read_events_on(
+        &self,
+        conn: &Connection,
+        id: &str,
+        from_seq: u64,
+        limit: Option<usize>,
+    ) -> Result<Vec<RawEvent>, StoreError> {
         let mut statement = conn
             .prepare_cached(
                 "SELECT seq, type, time, data, source_event_seqs, surface_op, ignorable \
-                 FROM events WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq",
+                 FROM events WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq LIMIT ?3",
             )
             .map_err(self.sql("read events"))?;
         let from = i64::try_from(from_seq).unwrap_or(i64::MAX);
+        let limit = limit.map_or(-1, |limit| i64::try_from(limit).unwrap_or(i64::MAX));
         let mut rows = statement
-            .query(params![id, from])
+            .query(params![id, from, limit])
             .map_err(self.sql("read events"))?;
-        let mut events = Vec::new();
+        let mut events = Vec::with_capacity(usize::try_from(limit).unwrap_or(0));
         let mut expected = from_seq;
         while let Some(row) = rows.next().map_err(self.sql("read events"))? {
             let event = self.decode_row(id, row, expected)?;
             events.push(event);
             expected += 1;
         }
-        Ok((header, events))
+        Ok(events)
     }
 
     fn decode_row(
@@ -514,36 +523,52 @@ impl Backend for SqliteBackend {
         }))
     }
 
-    fn open_append(&self, id: &str) -> Result<(StoredLog, Box<dyn LogAppender>), StoreError> {
+    fn open_append(
+        &self,
+        id: &str,
+        load: &mut LoadFn<'_>,
+    ) -> Result<Box<dyn LogAppender>, StoreError> {
         if !self.exists(id)? {
             return Err(self.not_found(id));
         }
         let lock = self.lock(id)?;
-        let log = self.read(id)?;
-        let appender = SqliteAppender {
+        let mut stream = self.scan(id)?;
+        load(&mut stream)?;
+        if stream.next().is_some() {
+            return Err(StoreError::Corrupt {
+                location: self.location(id),
+                line: None,
+                seq: Some(stream.n_read()),
+                detail: "the log was not read to its end before opening it for writing".into(),
+            });
+        }
+        Ok(Box::new(SqliteAppender {
             backend: self.clone(),
             id: id.to_owned(),
-            next_seq: log.events.len() as u64,
+            next_seq: stream.n_read(),
             _lock: lock,
-        };
-        Ok((log, Box::new(appender)))
+        }))
     }
 
-    fn read(&self, id: &str) -> Result<StoredLog, StoreError> {
-        let conn = lock_conn(&self.inner.reader);
-        let (header, events) = self.read_on(&conn, id, 0)?;
-        Ok(StoredLog {
-            header,
-            events,
-            location: self.location(id),
-            first_line: None,
-            torn: None,
-        })
+    fn scan(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
+        let header = {
+            let conn = lock_conn(&self.inner.reader);
+            self.read_header_on(&conn, id)?
+        };
+        let rows = SqliteRows {
+            backend: self,
+            id: id.to_owned(),
+            page: Vec::new().into_iter(),
+            next_seq: 0,
+            done: false,
+        };
+        Ok(LogStream::new(header, self.location(id), None, rows))
     }
 
     fn read_from(&self, id: &str, from_seq: u64) -> Result<Vec<RawEvent>, StoreError> {
         let conn = lock_conn(&self.inner.reader);
-        Ok(self.read_on(&conn, id, from_seq)?.1)
+        self.read_header_on(&conn, id)?;
+        self.read_events_on(&conn, id, from_seq, None)
     }
 
     fn exists(&self, id: &str) -> Result<bool, StoreError> {
@@ -596,6 +621,54 @@ impl Backend for SqliteBackend {
         tx.commit().map_err(self.sql("commit delete"))
     }
 }
+
+/// Rows per page of a streamed read: large enough that per-query costs vanish, small enough that
+/// a page is a bounded buffer.
+const PAGE_ROWS: usize = 1024;
+
+/// The rows of one session, read a page at a time (keyset pagination on `seq`) on the shared
+/// reader connection, which is locked only while a page is read.
+struct SqliteRows<'a> {
+    backend: &'a SqliteBackend,
+    id: String,
+    page: std::vec::IntoIter<RawEvent>,
+    /// Invariant: the seq of the first row of the next page.
+    next_seq: u64,
+    done: bool,
+}
+
+impl Iterator for SqliteRows<'_> {
+    type Item = Result<RawEvent, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(row) = self.page.next() {
+                return Some(Ok(row));
+            }
+            if self.done {
+                return None;
+            }
+            let conn = lock_conn(&self.backend.inner.reader);
+            let page = self
+                .backend
+                .read_events_on(&conn, &self.id, self.next_seq, Some(PAGE_ROWS));
+            drop(conn);
+            match page {
+                Ok(page) => {
+                    self.done = page.len() < PAGE_ROWS;
+                    self.next_seq += page.len() as u64;
+                    self.page = page.into_iter();
+                }
+                Err(error) => {
+                    self.done = true;
+                    return Some(Err(error));
+                }
+            }
+        }
+    }
+}
+
+impl EventRows for SqliteRows<'_> {}
 
 /// The exclusive appender of one SQLite session.
 struct SqliteAppender {

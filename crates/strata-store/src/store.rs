@@ -6,6 +6,10 @@
 //! - **Logs are dense.** A stored session is a header plus events with seqs `0..n` (half-open:
 //!   `n` is the next seq). Reads return a contiguous prefix starting at seq 0 (or at the
 //!   requested seq); a torn final record is never returned.
+//! - **Reads stream.** [`Backend::scan`] hands out the header at once and the events one at a
+//!   time as a [`LogStream`]: a backend holds a bounded buffer (a read chunk, a page of rows),
+//!   never the whole log, so a load holds the restored session and little else. The first error
+//!   ends a stream. A stream read while a writer appends sees a prefix of the log.
 //! - **Create is atomic and durable.** [`Backend::create`] publishes the header and the given
 //!   events together, or nothing; it never replaces an existing session.
 //! - **One writer per session.** [`Backend::open_append`] and [`Backend::create`] take the
@@ -20,7 +24,8 @@
 //!   the writer; reopen to recover.
 //! - **Torn tails.** Opening for writing drops a torn final record (raw JSONL: the
 //!   unterminated line; zstd: the torn frame, whose complete records are re-appended in a fresh
-//!   frame) before any append, so an append never glues onto torn bytes. A complete record that
+//!   frame) after the log was loaded and before any append, so an append never glues onto torn
+//!   bytes, and a log that fails to load is left as it was. A complete record that
 //!   does not decode is corruption, reported with file, line and seq, never skipped.
 //! - **Validation is the core's.** Backends store what they are given; [`Store`] and
 //!   [`SessionWriter`] run every event through strata-core before a byte is written.
@@ -67,6 +72,114 @@ pub struct StoredLog {
     pub torn: Option<TornInfo>,
 }
 
+/// The events of a stored log, pulled one at a time: what a backend's [`Backend::scan`] yields
+/// behind a [`LogStream`].
+///
+/// Invariant: the rows carry contiguous seqs starting at the stream's first seq; after the first
+/// `Err` the iterator ends.
+pub trait EventRows: Iterator<Item = Result<RawEvent, StoreError>> + Send {
+    /// The torn end the read stopped before; meaningful once `next` has returned `None`.
+    fn torn(&self) -> Option<TornInfo> {
+        None
+    }
+}
+
+/// A stored session being read: its header now, its events as the caller pulls them.
+///
+/// Feed it to [`Session::restore`] through [`Store::load`] (or iterate it) so rows flow from the
+/// reader into the session without a second copy of the log in memory.
+pub struct LogStream<'a> {
+    header: SessionHeader,
+    location: String,
+    first_line: Option<u64>,
+    rows: Box<dyn EventRows + 'a>,
+    /// Invariant: the number of events yielded so far.
+    n_read: u64,
+}
+
+impl<'a> LogStream<'a> {
+    /// A stream over `rows`, for backends. `first_line` is the line of event 0 (JSONL: 2).
+    pub fn new(
+        header: SessionHeader,
+        location: String,
+        first_line: Option<u64>,
+        rows: impl EventRows + 'a,
+    ) -> LogStream<'a> {
+        LogStream {
+            header,
+            location,
+            first_line,
+            rows: Box::new(rows),
+            n_read: 0,
+        }
+    }
+
+    /// The validated header.
+    pub fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+
+    /// Where the log lives (a file path, or `sqlite:path#id`), for messages.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// The line number of event 0, for stores with lines.
+    pub fn first_line(&self) -> Option<u64> {
+        self.first_line
+    }
+
+    /// How many events have been yielded.
+    pub fn n_read(&self) -> u64 {
+        self.n_read
+    }
+
+    /// The torn end the read stopped before, once the stream is exhausted.
+    pub fn torn(&self) -> Option<TornInfo> {
+        self.rows.torn()
+    }
+
+    /// Reads the rest of the stream into a [`StoredLog`] (materializing every row).
+    pub fn collect_log(mut self) -> Result<StoredLog, StoreError> {
+        let events = self
+            .by_ref()
+            .collect::<Result<Vec<RawEvent>, StoreError>>()?;
+        Ok(StoredLog {
+            torn: self.torn(),
+            header: self.header,
+            events,
+            location: self.location,
+            first_line: self.first_line,
+        })
+    }
+}
+
+impl Iterator for LogStream<'_> {
+    type Item = Result<RawEvent, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let item = self.rows.next();
+        if let Some(Ok(_)) = item {
+            self.n_read += 1;
+        }
+        item
+    }
+}
+
+impl std::fmt::Debug for LogStream<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogStream")
+            .field("id", &self.header.id())
+            .field("location", &self.location)
+            .field("n_read", &self.n_read)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a caller consumes the log an open for writing streams to it (see
+/// [`Backend::open_append`]).
+pub type LoadFn<'f> = dyn FnMut(&mut LogStream<'_>) -> Result<(), StoreError> + 'f;
+
 /// A torn end of a log (persistence §2.7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TornInfo {
@@ -105,12 +218,23 @@ pub trait Backend: Send + Sync {
         events: &[Arc<Event>],
     ) -> Result<Box<dyn LogAppender>, StoreError>;
 
-    /// Opens a stored session for appending: takes the writer lock, reads the log, drops a torn
-    /// tail, and returns the log with an appender positioned after its last event.
-    fn open_append(&self, id: &str) -> Result<(StoredLog, Box<dyn LogAppender>), StoreError>;
+    /// Opens a stored session for appending: takes the writer lock, streams the log to `load`
+    /// (which must consume it to its end), then drops a torn tail and returns an appender
+    /// positioned after the last event streamed. When `load` fails nothing is modified and the
+    /// lock is released.
+    fn open_append(
+        &self,
+        id: &str,
+        load: &mut LoadFn<'_>,
+    ) -> Result<Box<dyn LogAppender>, StoreError>;
 
-    /// Reads a stored session (shared; no lock, no modification).
-    fn read(&self, id: &str) -> Result<StoredLog, StoreError>;
+    /// Reads a stored session as a stream (shared; no lock, no modification).
+    fn scan(&self, id: &str) -> Result<LogStream<'_>, StoreError>;
+
+    /// Reads a whole stored session into memory (shared; no lock, no modification).
+    fn read(&self, id: &str) -> Result<StoredLog, StoreError> {
+        self.scan(id)?.collect_log()
+    }
 
     /// Reads the events with seq in `from_seq..n` (half-open; empty when `from_seq >= n`),
     /// without validating the prefix before them.
@@ -209,35 +333,59 @@ impl Store {
 
     /// Stores an existing log as a new session, event for event (import). The log is validated
     /// by the core first; nothing is added to it.
-    pub fn import(&self, header: SessionHeader, events: Vec<RawEvent>) -> Result<(), StoreError> {
+    pub fn import(
+        &self,
+        header: SessionHeader,
+        events: impl IntoIterator<Item = RawEvent>,
+    ) -> Result<(), StoreError> {
         let location = self.backend.describe();
-        let n_events = events.len();
         let id = header.id().to_owned();
-        let session = Session::restore(header, events, SeedOptions::default())
+        let mut n_events = 0_usize;
+        let counted = events.into_iter().inspect(|_| n_events += 1);
+        let session = Session::restore(header, counted, SeedOptions::default())
             .map_err(|source| invalid(&id, &location, None, source))?;
         let stored = session.events().get(..n_events).unwrap_or(&[]);
         drop(self.backend.create(session.header(), stored)?);
         Ok(())
     }
 
-    /// Opens a session for writing (exclusive). The stored log is validated; a turn a crash left
-    /// open is closed (session-core §8) and the end-seed marker added (§9.1), and both are made
-    /// durable before this returns. Reopening a repaired log adds nothing.
+    /// Stores a log read from elsewhere (another store, a file — see
+    /// [`scan_log`](crate::scan_log)) as a new session, event for event, validated as it streams
+    /// in. Returns the number of events stored.
+    pub fn import_stream(&self, mut stream: LogStream<'_>) -> Result<u64, StoreError> {
+        let session = restore_stream(&mut stream, None, SeedOptions::default())?;
+        let n_events = stream.n_read();
+        let stored = session
+            .events()
+            .get(..usize::try_from(n_events).unwrap_or(usize::MAX))
+            .unwrap_or(&[]);
+        drop(self.backend.create(session.header(), stored)?);
+        Ok(n_events)
+    }
+
+    /// Opens a session for writing (exclusive). The stored log is validated as it streams in; a
+    /// turn a crash left open is closed (session-core §8) and the end-seed marker added (§9.1),
+    /// and both are made durable before this returns. Reopening a repaired log adds nothing.
     pub fn open_write(&self, id: &str) -> Result<SessionWriter, StoreError> {
-        let (stored, mut appender) = self.backend.open_append(id)?;
-        let n_stored = stored.events.len();
-        let options = SeedOptions {
-            marker_time: now_ms(),
+        let mut restored: Option<(Session, u64)> = None;
+        let mut appender = self.backend.open_append(id, &mut |stream| {
+            let options = SeedOptions {
+                marker_time: now_ms(),
+            };
+            let session = restore_stream(stream, Some(CloseCause::Interrupted), options)?;
+            restored = Some((check_id(session, id, stream.location())?, stream.n_read()));
+            Ok(())
+        })?;
+        let Some((session, n_stored)) = restored else {
+            return Err(StoreError::Corrupt {
+                location: self.backend.describe(),
+                line: None,
+                seq: None,
+                detail: format!("the backend opened session {id:?} without streaming its log"),
+            });
         };
-        let session = Session::restore_repaired(
-            stored.header.clone(),
-            stored.events,
-            CloseCause::Interrupted,
-            options,
-        )
-        .map_err(|source| invalid(id, &stored.location, stored.first_line, source))
-        .and_then(|session| check_id(session, id, &stored.location))?;
-        let added: Vec<Arc<Event>> = session.events()[n_stored..].to_vec();
+        let n_stored = usize::try_from(n_stored).unwrap_or(usize::MAX);
+        let added: Vec<Arc<Event>> = session.events().get(n_stored..).unwrap_or(&[]).to_vec();
         if !added.is_empty() {
             let mut jsonl = Vec::new();
             for event in &added {
@@ -256,20 +404,22 @@ impl Store {
         ))
     }
 
+    /// Reads a session as a stream: the header at once, the events as they are pulled.
+    pub fn scan(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
+        self.backend.scan(id)
+    }
+
     /// Reads a session's header and complete events without validating or changing anything.
     pub fn read(&self, id: &str) -> Result<StoredLog, StoreError> {
         self.backend.read(id)
     }
 
-    /// Reads and validates a session (no repair is written; the end-seed marker a restore adds
-    /// exists only in the returned value).
+    /// Reads and validates a session, streaming rows from the backend into the restore (no
+    /// repair is written; the end-seed marker a restore adds exists only in the returned value).
     pub fn load(&self, id: &str) -> Result<Session, StoreError> {
-        let stored = self.backend.read(id)?;
-        let location = stored.location.clone();
-        let first_line = stored.first_line;
-        Session::restore(stored.header, stored.events, SeedOptions::default())
-            .map_err(|source| invalid(id, &location, first_line, source))
-            .and_then(|session| check_id(session, id, &location))
+        let mut stream = self.backend.scan(id)?;
+        let session = restore_stream(&mut stream, None, SeedOptions::default())?;
+        check_id(session, id, stream.location())
     }
 
     /// Reads the events with seq in `from_seq..n` (half-open), not validating earlier events.
@@ -303,7 +453,7 @@ impl Store {
                 format!("session \"{child_id}\" already exists"),
             )));
         }
-        let source = match self.backend.read(source_id) {
+        let mut source = match self.backend.scan(source_id) {
             Ok(source) => source,
             Err(StoreError::NotFound { .. }) => {
                 return Err(ForkError::Refused(strata_core::ForkError::new(
@@ -313,11 +463,8 @@ impl Store {
             }
             Err(other) => return Err(other.into()),
         };
-        let n_stored = source.events.len() as u64;
-        let location = source.location.clone();
-        let first_line = source.first_line;
-        let parent = Session::restore(source.header, source.events, SeedOptions::default())
-            .map_err(|error| invalid(source_id, &location, first_line, error))?;
+        let parent = restore_stream(&mut source, None, SeedOptions::default())?;
+        let n_stored = source.n_read();
         // The default cut is the last *stored* event, not a marker the restore added.
         let boundary = boundary.or_else(|| n_stored.checked_sub(1));
         let child = fork_session(
@@ -335,6 +482,62 @@ impl Store {
             self.backend.max_record_len(),
             Vec::new(),
         ))
+    }
+}
+
+/// Restores a session from a stream, rows flowing from the reader into the core one at a time.
+/// A read error ends the rows and is reported in preference to whatever the core made of the
+/// shortened log; a rejection names the stream's location and the event's line.
+pub fn restore_stream(
+    stream: &mut LogStream<'_>,
+    repair: Option<CloseCause>,
+    options: SeedOptions,
+) -> Result<Session, StoreError> {
+    let header = stream.header().clone();
+    let mut failure = None;
+    let restored = {
+        let rows = UntilError {
+            stream: &mut *stream,
+            failure: &mut failure,
+        };
+        match repair {
+            Some(cause) => Session::restore_repaired(header, rows, cause, options),
+            None => Session::restore(header, rows, options),
+        }
+    };
+    if let Some(error) = failure {
+        return Err(error);
+    }
+    restored.map_err(|source| {
+        invalid(
+            stream.header().id(),
+            stream.location(),
+            stream.first_line(),
+            source,
+        )
+    })
+}
+
+/// The rows of a stream up to its first error, which is parked in `failure`.
+struct UntilError<'s, 'a> {
+    stream: &'s mut LogStream<'a>,
+    failure: &'s mut Option<StoreError>,
+}
+
+impl Iterator for UntilError<'_, '_> {
+    type Item = RawEvent;
+
+    fn next(&mut self) -> Option<RawEvent> {
+        if self.failure.is_some() {
+            return None;
+        }
+        match self.stream.next()? {
+            Ok(row) => Some(row),
+            Err(error) => {
+                *self.failure = Some(error);
+                None
+            }
+        }
     }
 }
 

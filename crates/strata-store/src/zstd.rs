@@ -1,23 +1,32 @@
 //! zstd framing of JSONL logs (persistence §2.5): one checksummed frame per durable batch.
 //!
 //! Writing: the header line is one frame and every append batch is one more, compressed with
-//! the content checksum on, no dictionary, no skippable frames. Reading: [`FramePlaintext`]
-//! walks the frames found by the structural scanner and serves their plaintext as one byte
-//! stream, so the same [`JsonlReader`](crate::JsonlReader) reads raw and zstd logs.
+//! the content checksum on, no dictionary, no skippable frames. Reading: [`ZstdStream`]
+//! decodes the frames of a file one after another straight into the reader's buffer and serves
+//! their plaintext as one byte stream, so the same [`JsonlReader`](crate::JsonlReader) reads raw
+//! and zstd logs, streaming.
 //!
 //! Invariants:
 //! - Every complete frame is decompressed with its checksum verified, and its plaintext must
 //!   end with `\n`: a complete frame never holds a torn record. Anything else is corruption.
-//! - Only the final frame may be torn (the scanner guarantees it). Its available bytes are
-//!   decoded best-effort and only up to its last `\n`, so the reader sees its complete records
-//!   and then a torn fragment; if nothing decodes, it contributes nothing.
-//! - At most one frame's plaintext is held at a time; the compressed artifact is held whole.
+//! - Only the final frame may be torn: a frame whose decoding fails or runs out of input is
+//!   torn only if the structural frame scanner finds its bytes end before the frame does;
+//!   otherwise it is corruption. A torn frame contributes what decoded before its bytes ran out
+//!   (or turned to garbage): the reader sees its complete records, then a torn fragment.
+//! - Memory is bounded by one compressed read buffer and the decoder's window: neither the file
+//!   nor a frame's plaintext is ever held whole, so a log written as one huge frame streams too.
+//! - A read never spans two frames, so the end of the first frame (the header) is known as soon
+//!   as its last byte is served.
 
-use std::io::{self, Read};
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
 
 use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
 
-use crate::frames::{FrameScan, FrameSpan};
+use crate::frames::FrameError;
+
+/// Little-endian magic number that opens every zstd frame.
+const FRAME_MAGIC: u32 = 0xFD2F_B528;
 
 /// The compression level strata writes (dsh uses the library default, 3).
 pub const DEFAULT_LEVEL: i32 = 3;
@@ -42,145 +51,265 @@ impl FrameCompressor {
     }
 }
 
-/// Where a frame's plaintext lies in the concatenated plaintext stream.
+/// Where a torn final frame was found by a [`ZstdStream`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PlainSpan {
-    /// The compressed frame.
-    pub frame: FrameSpan,
-    /// Plaintext offset of its first byte.
+pub struct TornFrame {
+    /// Compressed offset of the frame's magic: an open for writing truncates the file here.
+    pub start: u64,
+    /// Plaintext offset of the frame's first byte: records starting at or after it were
+    /// recovered from the torn frame.
     pub plain_start: u64,
-    /// Plaintext offset just past its last byte.
-    pub plain_end: u64,
 }
 
-/// The plaintext of a zstd artifact as one stream, frame by frame.
-pub struct FramePlaintext<'a> {
-    bytes: &'a [u8],
-    frames: Vec<FrameSpan>,
-    torn_start: Option<usize>,
-    decoder: Decoder<'static>,
-    /// The current frame's plaintext and how much of it was served.
-    plain: Vec<u8>,
-    served: usize,
-    next_frame: usize,
-    torn_done: bool,
+/// The plaintext of a zstd log file as one byte stream, decoded frame by frame straight into
+/// the caller's buffer (persistence §2.5).
+///
+/// Memory is one compressed read buffer and the decoder's window, whatever the file or frame
+/// size. A read never spans two frames, so a frame's end is known when its last byte is served.
+/// A complete frame's checksum is verified when its end is reached: the plaintext of a damaged
+/// frame may be served before the error, so a reader must treat the whole read as failed when
+/// an error arrives (every caller in this crate does).
+pub struct ZstdStream {
+    file: File,
+    input: Vec<u8>,
+    /// Invariant: `in_pos <= in_len <= input.len()`; `input[in_pos..in_len]` is unread.
+    in_pos: usize,
+    in_len: usize,
+    /// Compressed offset of `input[in_pos]`.
+    offset: u64,
+    /// Plaintext bytes served so far.
     plain_offset: u64,
-    /// Every frame decompressed so far.
-    spans: Vec<PlainSpan>,
-    /// Everything the torn final frame decoded to (complete records and a fragment).
-    torn_plain: Vec<u8>,
-    /// Why reading stopped with an error (also returned as `InvalidData`).
+    eof: bool,
+    decoder: Decoder<'static>,
+    /// The frame being decoded: its compressed start, plaintext start and last plaintext byte.
+    frame: Option<(u64, u64, Option<u8>)>,
+    n_frames: u64,
+    first_frame_plain_end: Option<u64>,
+    torn: Option<TornFrame>,
+    /// Corruption to report on the next read (after serving what came before it).
     failure: Option<String>,
+    done: bool,
 }
 
-impl<'a> FramePlaintext<'a> {
-    /// Serves the plaintext of the frames `scan` found in `bytes`.
-    pub fn new(bytes: &'a [u8], scan: FrameScan) -> io::Result<FramePlaintext<'a>> {
-        Ok(FramePlaintext {
-            bytes,
-            frames: scan.frames,
-            torn_start: scan.torn_start,
-            decoder: Decoder::new()?,
-            plain: Vec::new(),
-            served: 0,
-            next_frame: 0,
-            torn_done: false,
+impl ZstdStream {
+    /// Streams the plaintext of `file`, read from its current position (offset 0).
+    pub fn new(file: File) -> io::Result<ZstdStream> {
+        Ok(ZstdStream {
+            file,
+            input: vec![0; 256 * 1024],
+            in_pos: 0,
+            in_len: 0,
+            offset: 0,
             plain_offset: 0,
-            spans: Vec::new(),
-            torn_plain: Vec::new(),
+            eof: false,
+            decoder: Decoder::new()?,
+            frame: None,
+            n_frames: 0,
+            first_frame_plain_end: None,
+            torn: None,
             failure: None,
+            done: false,
         })
     }
 
-    /// The frames decompressed so far, with their plaintext ranges.
-    pub fn spans(&self) -> &[PlainSpan] {
-        &self.spans
+    /// Plaintext length of the first frame, once it has been decoded to its end.
+    pub fn first_frame_plain_end(&self) -> Option<u64> {
+        self.first_frame_plain_end
     }
 
-    /// What the torn final frame decoded to, once read (empty if none or nothing decoded).
-    pub fn torn_plaintext(&self) -> &[u8] {
-        &self.torn_plain
+    /// The torn final frame, once the stream has ended inside one.
+    pub fn torn(&self) -> Option<TornFrame> {
+        self.torn
     }
 
-    /// The corruption that stopped reading, if any.
+    /// The corruption that stopped the stream, if any.
     pub fn failure(&self) -> Option<&str> {
         self.failure.as_deref()
     }
 
-    /// Loads the next frame's plaintext; `false` at the end.
-    fn load_next(&mut self) -> io::Result<bool> {
-        self.plain.clear();
-        self.served = 0;
-        if let Some(&frame) = self.frames.get(self.next_frame) {
-            self.next_frame += 1;
-            let compressed = &self.bytes[frame.start..frame.end];
-            if let Err(error) = decompress(&mut self.decoder, compressed, &mut self.plain, true) {
-                return Err(self.fail(format!(
-                    "zstd frame at offset {} does not decompress: {error}",
-                    frame.start
-                )));
-            }
-            if self.plain.last().is_some_and(|&byte| byte != b'\n') {
-                return Err(self.fail(format!(
-                    "complete zstd frame at offset {} contains a torn JSONL record",
-                    frame.start
-                )));
-            }
-            let plain_start = self.plain_offset;
-            self.plain_offset += self.plain.len() as u64;
-            self.spans.push(PlainSpan {
-                frame,
-                plain_start,
-                plain_end: self.plain_offset,
-            });
-            return Ok(true);
-        }
-        if let (Some(start), false) = (self.torn_start, self.torn_done) {
-            self.torn_done = true;
-            // Best effort: a torn frame yields what decodes; garbage yields nothing.
-            if decompress(
-                &mut self.decoder,
-                &self.bytes[start..],
-                &mut self.plain,
-                false,
-            )
-            .is_err()
-            {
-                self.plain.clear();
-            }
-            self.torn_plain.clone_from(&self.plain);
-            self.plain_offset += self.plain.len() as u64;
-            return Ok(!self.plain.is_empty());
-        }
-        Ok(false)
-    }
-
     fn fail(&mut self, detail: String) -> io::Error {
         self.failure = Some(detail.clone());
+        self.done = true;
         io::Error::new(io::ErrorKind::InvalidData, detail)
+    }
+
+    /// Reads more compressed bytes, keeping the unread ones; `false` at the end of the file.
+    fn refill(&mut self) -> io::Result<bool> {
+        if self.eof {
+            return Ok(false);
+        }
+        self.input.copy_within(self.in_pos..self.in_len, 0);
+        self.in_len -= self.in_pos;
+        self.in_pos = 0;
+        loop {
+            match self.file.read(&mut self.input[self.in_len..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(false);
+                }
+                Ok(read) => {
+                    self.in_len += read;
+                    return Ok(true);
+                }
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// The stream ends inside the frame starting at `start`.
+    fn end_torn(&mut self, start: u64, plain_start: u64) {
+        self.torn = Some(TornFrame { start, plain_start });
+        self.frame = None;
+        self.done = true;
+    }
+
+    /// A frame did not decode: torn if its bytes run out before its structural end (only the
+    /// final frame can be), corruption otherwise.
+    fn decode_failed(&mut self, start: u64, plain_start: u64, error: &io::Error) -> io::Result<()> {
+        let mut rest = Vec::new();
+        self.file.seek(SeekFrom::Start(start))?;
+        self.file.read_to_end(&mut rest)?;
+        match crate::frames::scan_frames(&rest) {
+            Ok(scan) if scan.frames.is_empty() => {
+                self.end_torn(start, plain_start);
+                Ok(())
+            }
+            Ok(_) => Err(self.fail(format!(
+                "zstd frame at offset {start} does not decompress: {error}"
+            ))),
+            Err(frame_error) => Err(self.fail(shift_offsets(&frame_error.to_string(), start))),
+        }
     }
 }
 
-impl Read for FramePlaintext<'_> {
+/// Frame errors found on a slice starting at `start` name offsets in that slice; say so.
+fn shift_offsets(detail: &str, start: u64) -> String {
+    format!("{detail} (relative to the frame at file offset {start})")
+}
+
+impl Read for ZstdStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if let Some(failure) = &self.failure {
             return Err(io::Error::new(io::ErrorKind::InvalidData, failure.clone()));
         }
-        while self.served == self.plain.len() {
-            if !self.load_next()? {
-                return Ok(0);
+        if self.done || buf.is_empty() {
+            return Ok(0);
+        }
+        let mut filled = 0;
+        loop {
+            let Some((start, plain_start, last_byte)) = self.frame else {
+                // Between frames: a new one must begin with the frame magic.
+                while self.in_len - self.in_pos < 4 {
+                    if !self.refill()? {
+                        if self.in_len > self.in_pos {
+                            // Fewer than 4 bytes of a frame: a torn append.
+                            let (start, plain_start) = (self.offset, self.plain_offset);
+                            self.end_torn(start, plain_start);
+                        } else {
+                            self.done = true;
+                        }
+                        return Ok(filled);
+                    }
+                }
+                let magic_bytes = [
+                    self.input[self.in_pos],
+                    self.input[self.in_pos + 1],
+                    self.input[self.in_pos + 2],
+                    self.input[self.in_pos + 3],
+                ];
+                let magic = u32::from_le_bytes(magic_bytes);
+                if magic != FRAME_MAGIC {
+                    let offset = usize::try_from(self.offset).unwrap_or(usize::MAX);
+                    let error = if magic & 0xFFFF_FFF0 == 0x184D_2A50 {
+                        FrameError::SkippableFrame {
+                            offset,
+                            found: magic,
+                        }
+                    } else {
+                        FrameError::BadMagic {
+                            offset,
+                            found: magic,
+                        }
+                    };
+                    return Err(self.fail(error.to_string()));
+                }
+                self.decoder.reinit()?;
+                self.frame = Some((self.offset, self.plain_offset, None));
+                continue;
+            };
+            if self.in_pos == self.in_len && !self.refill()? {
+                // Input exhausted mid-frame: flush what the decoder holds, then it is torn.
+                let mut input = InBuffer::around(&[]);
+                let mut output = OutBuffer::around(&mut buf[filled..]);
+                let flushed = self.decoder.run(&mut input, &mut output).is_ok();
+                let produced = output.pos();
+                if flushed && produced > 0 {
+                    filled += produced;
+                    self.plain_offset += produced as u64;
+                    self.frame = Some((start, plain_start, buf.get(filled - 1).copied()));
+                    return Ok(filled);
+                }
+                self.end_torn(start, plain_start);
+                return Ok(filled);
+            }
+            let mut input = InBuffer::around(&self.input[self.in_pos..self.in_len]);
+            let mut output = OutBuffer::around(&mut buf[filled..]);
+            let result = self.decoder.run(&mut input, &mut output);
+            let (consumed, produced) = (input.pos(), output.pos());
+            self.in_pos += consumed;
+            self.offset += consumed as u64;
+            filled += produced;
+            self.plain_offset += produced as u64;
+            let last_byte = if produced > 0 {
+                buf.get(filled - 1).copied()
+            } else {
+                last_byte
+            };
+            self.frame = Some((start, plain_start, last_byte));
+            let hint = match result {
+                Ok(hint) => hint,
+                Err(error) => {
+                    self.decode_failed(start, plain_start, &error)?;
+                    return Ok(filled);
+                }
+            };
+            if hint == 0 {
+                // The frame ended (checksum verified): it must end on a record boundary.
+                self.frame = None;
+                self.n_frames += 1;
+                if self.n_frames == 1 {
+                    self.first_frame_plain_end = Some(self.plain_offset);
+                }
+                if last_byte.is_some_and(|byte| byte != b'\n') {
+                    let detail = format!(
+                        "complete zstd frame at offset {start} contains a torn JSONL record"
+                    );
+                    if filled == 0 {
+                        return Err(self.fail(detail));
+                    }
+                    self.failure = Some(detail);
+                    self.done = true;
+                }
+                if filled > 0 {
+                    return Ok(filled);
+                }
+                continue;
+            }
+            if filled == buf.len() {
+                return Ok(filled);
+            }
+            if consumed == 0 && produced == 0 && self.in_pos < self.in_len {
+                // zstd always consumes input or produces output while both have room.
+                return Err(self.fail(format!("zstd frame at offset {start} stalled the decoder")));
             }
         }
-        let available = &self.plain[self.served..];
-        let n = available.len().min(buf.len());
-        buf[..n].copy_from_slice(&available[..n]);
-        self.served += n;
-        Ok(n)
     }
 }
 
 /// Decompresses one frame into `out` (cleared first). With `complete`, the frame must end
-/// (checksum verified by the decoder); without it, whatever the available bytes yield is kept.
+/// (checksum verified by the decoder); without it, whatever the available bytes yield before
+/// they run out or stop decoding is kept, as [`ZstdStream`] serves a torn frame.
 pub fn decompress(
     decoder: &mut Decoder<'static>,
     frame: &[u8],
@@ -196,7 +325,12 @@ pub fn decompress(
         }
         let position = out.len();
         let mut output = OutBuffer::around_pos(out, position);
-        let hint = decoder.run(&mut input, &mut output)?;
+        let hint = match decoder.run(&mut input, &mut output) {
+            Ok(hint) => hint,
+            // Best effort on a torn frame: keep what decoded before the damage.
+            Err(_) if !complete => return Ok(()),
+            Err(error) => return Err(error),
+        };
         let produced = output.pos() - position;
         if hint == 0 {
             if input.pos() < frame.len() && complete {
