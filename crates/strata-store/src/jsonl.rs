@@ -656,6 +656,14 @@ impl EventRows for JsonlRows {
     fn torn(&self) -> Option<TornInfo> {
         self.torn
     }
+
+    fn progress(&self) -> Option<(u64, u64)> {
+        let done = match &self.source {
+            Source::Raw(reader) => reader.committed_offset(),
+            Source::Zstd(reader) => reader.get_ref().compressed_offset(),
+        };
+        Some((done.min(self.file_len), self.file_len))
+    }
 }
 
 /// The complete records a torn final zstd frame starting at `start` decodes to (best effort).

@@ -24,11 +24,12 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use strata_core::{Event, RawEvent, ReplaceSpelling, SessionHeader, SurfaceMeta};
 
 use crate::codec::{
-    decode_header_line, encode_header_line, expand_sources, write_range_sources, Location,
+    decode_event_line, decode_header_line, encode_header_line, write_range_sources, CodecError,
+    Location,
 };
 use crate::error::StoreError;
 use crate::layout::encode_segment;
@@ -231,55 +232,69 @@ impl SqliteBackend {
                 "seq out of order: expected {expected}, found {seq}"
             )));
         }
-        let event_type: String = row.get(1).map_err(self.sql("read events"))?;
+        let event_type = match row.get_ref(1).map_err(self.sql("read events"))? {
+            ValueRef::Text(text) => text,
+            other => {
+                return Err(corrupt(format!(
+                    "type has SQL type {:?}",
+                    other.data_type()
+                )))
+            }
+        };
         let time: i64 = row.get(2).map_err(self.sql("read events"))?;
-        let data_text = match row.get_ref(3).map_err(self.sql("read events"))? {
-            ValueRef::Text(text) => text.to_vec(),
-            ValueRef::Blob(blob) => zstd::bulk::decompress(blob, 1 << 30)
-                .map_err(|error| corrupt(format!("data does not decompress: {error}")))?,
+        // The row is rebuilt as its V3 JSONL line (dsh's key order) and decoded by the line
+        // codec, so the payload stays the stored text: never parsed into a tree here, never
+        // re-serialized.
+        let mut line = Vec::with_capacity(256);
+        line.extend_from_slice(b"{\"type\":");
+        let event_type = std::str::from_utf8(event_type)
+            .map_err(|error| corrupt(format!("type is not UTF-8: {error}")))?;
+        // Writing a string into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut line, event_type);
+        line.extend_from_slice(format!(",\"seq\":{seq},\"time\":{time},\"data\":").as_bytes());
+        match row.get_ref(3).map_err(self.sql("read events"))? {
+            ValueRef::Text(text) => line.extend_from_slice(text),
+            ValueRef::Blob(blob) => {
+                let text = zstd::bulk::decompress(blob, 1 << 30)
+                    .map_err(|error| corrupt(format!("data does not decompress: {error}")))?;
+                line.extend_from_slice(&text);
+            }
             other => {
                 return Err(corrupt(format!(
                     "data has SQL type {:?}",
                     other.data_type()
                 )))
             }
-        };
-        let data: Value = serde_json::from_slice(&data_text)
-            .map_err(|error| corrupt(format!("data is not JSON: {error}")))?;
-        let json_column = |index: usize, name: &str| -> Result<Option<Value>, StoreError> {
-            let text: Option<String> = row.get(index).map_err(self.sql("read events"))?;
-            text.map(|text| {
-                serde_json::from_str(&text)
-                    .map_err(|error| corrupt(format!("{name} is not JSON: {error}")))
-            })
-            .transpose()
-        };
-        let sources = json_column(4, "source_event_seqs")?;
-        let surface_op = json_column(5, "surface_op")?;
+        }
+        for (index, key) in [(4, "sourceEventSeqs"), (5, "surfaceOp")] {
+            match row.get_ref(index).map_err(self.sql("read events"))? {
+                ValueRef::Null => {}
+                ValueRef::Text(text) => {
+                    line.extend_from_slice(format!(",\"{key}\":").as_bytes());
+                    line.extend_from_slice(text);
+                }
+                other => {
+                    return Err(corrupt(format!(
+                        "{key} has SQL type {:?}",
+                        other.data_type()
+                    )))
+                }
+            }
+        }
         let ignorable: Option<i64> = row.get(6).map_err(self.sql("read events"))?;
-        let mut map = Map::new();
-        map.insert("type".into(), Value::from(event_type));
-        map.insert("seq".into(), Value::from(seq));
-        map.insert("time".into(), Value::from(time));
-        map.insert("data".into(), data);
-        if let Some(sources) = sources {
-            map.insert("sourceEventSeqs".into(), sources);
-        }
-        if let Some(op) = surface_op {
-            map.insert("surfaceOp".into(), op);
-        }
         if ignorable == Some(1) {
-            map.insert("ignorable".into(), Value::Bool(true));
+            line.extend_from_slice(b",\"ignorable\":true");
         }
+        line.push(b'}');
         let location = Location {
             file: Some(PathBuf::from(self.location(id))),
             line: 0,
             seq: Some(expected),
         };
-        Ok(expand_sources(
-            RawEvent::from_value(Value::Object(map)),
-            &location,
-        )?)
+        decode_event_line(&line, &location).map_err(|error| match error {
+            CodecError::Json { detail, .. } => corrupt(format!("row is not JSON: {detail}")),
+            other => StoreError::from(other),
+        })
     }
 }
 
@@ -394,16 +409,15 @@ struct Row {
 }
 
 fn event_row(event: &Event) -> Row {
-    let mut data = Vec::new();
-    // Writing a `Value` into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut data, event.data());
+    // The payload's stored text, as is: no parse, no re-serialization.
+    let data = event.data_json();
     let data = if data.len() >= COMPRESS_THRESHOLD {
-        match zstd::bulk::compress(&data, 3) {
+        match zstd::bulk::compress(data.as_bytes(), 3) {
             Ok(compressed) if compressed.len() < data.len() => SqlValue::Blob(compressed),
-            _ => SqlValue::Text(String::from_utf8_lossy(&data).into_owned()),
+            _ => SqlValue::Text(data.to_owned()),
         }
     } else {
-        SqlValue::Text(String::from_utf8_lossy(&data).into_owned())
+        SqlValue::Text(data.to_owned())
     };
     let (sources, surface_op) = match event.meta() {
         SurfaceMeta::LogOnly => (None, None),
@@ -551,14 +565,21 @@ impl Backend for SqliteBackend {
     }
 
     fn scan(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
-        let header = {
+        let (header, n_stored) = {
             let conn = lock_conn(&self.inner.reader);
-            self.read_header_on(&conn, id)?
+            let header = self.read_header_on(&conn, id)?;
+            let n_stored: i64 = conn
+                .prepare_cached("SELECT next_seq FROM sessions WHERE id = ?1")
+                .and_then(|mut statement| statement.query_row([id], |row| row.get(0)))
+                .map_err(self.sql("read session"))?;
+            (header, u64::try_from(n_stored).unwrap_or(0))
         };
         let rows = SqliteRows {
             backend: self,
             id: id.to_owned(),
             page: Vec::new().into_iter(),
+            n_yielded: 0,
+            n_stored,
             next_seq: 0,
             done: false,
         };
@@ -632,6 +653,10 @@ struct SqliteRows<'a> {
     backend: &'a SqliteBackend,
     id: String,
     page: std::vec::IntoIter<RawEvent>,
+    /// Rows handed out so far.
+    n_yielded: u64,
+    /// The session's `next_seq` when the read started (for progress; a live writer may add).
+    n_stored: u64,
     /// Invariant: the seq of the first row of the next page.
     next_seq: u64,
     done: bool,
@@ -643,6 +668,7 @@ impl Iterator for SqliteRows<'_> {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some(row) = self.page.next() {
+                self.n_yielded += 1;
                 return Some(Ok(row));
             }
             if self.done {
@@ -668,7 +694,11 @@ impl Iterator for SqliteRows<'_> {
     }
 }
 
-impl EventRows for SqliteRows<'_> {}
+impl EventRows for SqliteRows<'_> {
+    fn progress(&self) -> Option<(u64, u64)> {
+        Some((self.n_yielded.min(self.n_stored), self.n_stored))
+    }
+}
 
 /// The exclusive appender of one SQLite session.
 struct SqliteAppender {

@@ -82,6 +82,12 @@ pub trait EventRows: Iterator<Item = Result<RawEvent, StoreError>> + Send {
     fn torn(&self) -> Option<TornInfo> {
         None
     }
+
+    /// How far the read has got, as `(done, total)` in the backend's own unit (file bytes for
+    /// JSONL, rows for SQLite), for progress reports; `None` when the backend cannot tell.
+    fn progress(&self) -> Option<(u64, u64)> {
+        None
+    }
 }
 
 /// A stored session being read: its header now, its events as the caller pulls them.
@@ -137,6 +143,12 @@ impl<'a> LogStream<'a> {
     /// The torn end the read stopped before, once the stream is exhausted.
     pub fn torn(&self) -> Option<TornInfo> {
         self.rows.torn()
+    }
+
+    /// How far the read has got, as `(done, total)` in the backend's unit (see
+    /// [`EventRows::progress`]).
+    pub fn progress(&self) -> Option<(u64, u64)> {
+        self.rows.progress()
     }
 
     /// Reads the rest of the stream into a [`StoredLog`] (materializing every row).

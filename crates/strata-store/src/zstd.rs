@@ -117,6 +117,11 @@ impl ZstdStream {
         self.first_frame_plain_end
     }
 
+    /// Compressed bytes decoded so far (for progress reports).
+    pub fn compressed_offset(&self) -> u64 {
+        self.offset
+    }
+
     /// The torn final frame, once the stream has ended inside one.
     pub fn torn(&self) -> Option<TornFrame> {
         self.torn
