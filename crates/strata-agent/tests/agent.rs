@@ -29,3 +29,7 @@ mod resume;
 // The request sent at each step equals the request the stored log rebuilds.
 #[path = "agent/reconstruct.rs"]
 mod reconstruct;
+
+// Auto-compaction at the pre-step point with the LLM summarizer.
+#[path = "agent/compaction.rs"]
+mod compaction;

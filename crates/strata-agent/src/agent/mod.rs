@@ -9,6 +9,7 @@
 //! the next request says `resume`.
 
 mod clock;
+mod compaction;
 mod config;
 mod convert;
 mod dispatch;
@@ -23,6 +24,7 @@ mod system;
 mod turn;
 
 pub use clock::{Clock, SystemClock};
+pub use compaction::{AgentHost, AgentHostError, AutoCompaction, LlmSummarizer};
 pub use config::AgentConfig;
 pub use convert::{chat_messages, convert, ReasoningReplay};
 pub use error::AgentError;
@@ -31,8 +33,8 @@ pub use ids::new_id;
 pub use journal::Journal;
 pub use observer::{NoObserver, Observer};
 pub use request::{
-    chat_request, context_matches, context_payload, header_reason, header_value, CallConfig,
-    ReconstructError,
+    chat_request, context_matches, context_payload, header_reason, header_value,
+    request_from_header, CallConfig, ReconstructError,
 };
 pub use stream::{failure_value, usage_value, CallBlock, Settled, StreamRecorder};
 pub use system::{plan_system, SystemPlan, SYSTEM_PROMPT_PLUGIN};

@@ -145,21 +145,33 @@ pub fn chat_request(
     session: &Session,
     reasoning: ReasoningReplay,
 ) -> Result<ChatRequest, ReconstructError> {
-    let id = session.id();
+    let header = session
+        .request_header()
+        .ok_or_else(|| ReconstructError::NoHeader {
+            id: session.id().to_owned(),
+        })?;
+    let derived = session.derive_messages();
+    let messages = chat_messages(derived.iter().map(|message| message.value()), reasoning);
+    request_from_header(session.id(), header, messages)
+}
+
+/// A request with `messages` and the model, tools and settings of the canonical `header`
+/// (session `id` names the log in errors). Also used for summary requests, which must carry
+/// the conversation's exact header (persistence §5.9).
+pub fn request_from_header(
+    id: &str,
+    header: &Value,
+    messages: Vec<crate::llm::ChatMessage>,
+) -> Result<ChatRequest, ReconstructError> {
     let bad = |detail: &str| ReconstructError::BadHeader {
         id: id.to_owned(),
         detail: detail.to_owned(),
     };
-    let header = session
-        .request_header()
-        .ok_or_else(|| ReconstructError::NoHeader { id: id.to_owned() })?;
     let config = header.get("config").ok_or_else(|| bad("no config"))?;
     let model = config
         .get("model")
         .and_then(Value::as_str)
         .ok_or_else(|| bad("config.model is not a string"))?;
-    let derived = session.derive_messages();
-    let messages = chat_messages(derived.iter().map(|message| message.value()), reasoning);
     let mut request = ChatRequest::new(model, messages);
     if let Some(max_tokens) = config.get("maxTokens") {
         let max_tokens = max_tokens

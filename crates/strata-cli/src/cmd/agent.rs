@@ -6,9 +6,12 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context};
-use strata_agent::agent::{new_id, Agent, AgentConfig, CallConfig, Clock, Observer, SystemClock};
+use strata_agent::agent::{
+    new_id, Agent, AgentConfig, AutoCompaction, CallConfig, Clock, Observer, SystemClock,
+};
 use strata_agent::llm::{ChatModel, HttpChatModel, LlmConfig, ScriptedModel, StreamEvent};
 use strata_agent::tools::{ToolSet, ToolsConfig, Workspace};
+use strata_compact::{CompactionConfig, Compactor, Pruner, PrunerConfig};
 use strata_core::{Event, EventType, HeaderSpec, SessionHeader};
 use strata_store::{Compression, Store};
 
@@ -64,7 +67,12 @@ pub(crate) fn build(args: &AgentArgs, observer: Arc<dyn Observer>) -> anyhow::Re
             } else {
                 "openai-compatible"
             };
-            let call = CallConfig::new(provider, config.model.clone());
+            let mut call = CallConfig::new(provider, config.model.clone());
+            // DeepSeek's chat and reasoner models take 128K tokens; other routes are unknown,
+            // which leaves automatic compaction off.
+            if config.model.starts_with("deepseek") {
+                call.context_window = Some(128_000);
+            }
             let retry = config.retry_policy();
             (Arc::new(HttpChatModel::new(config)?), call, retry)
         }
@@ -102,7 +110,15 @@ pub(crate) fn build(args: &AgentArgs, observer: Arc<dyn Observer>) -> anyhow::Re
     let mut config = AgentConfig::new(call);
     config.retry = retry;
     config.system_prompt = args.system.clone().unwrap_or_default();
-    Ok(Agent::new(writer, model, tools, workspace, config).with_observer(observer))
+    let compaction = AutoCompaction::new(
+        Compactor::new(CompactionConfig::default())?,
+        Some(Pruner::new(PrunerConfig::default())?),
+        config.reasoning,
+        config.retry,
+    );
+    Ok(Agent::new(writer, model, tools, workspace, config)
+        .with_observer(observer)
+        .with_hook(Arc::new(compaction)))
 }
 
 /// Prints one JSON object per appended event (`strata run --json`).
