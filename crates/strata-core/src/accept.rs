@@ -21,7 +21,9 @@ use serde_json::Value;
 use crate::data::Payload;
 use crate::event::{Event, EventType, KeyOrder, ReplaceRange, SurfaceMeta, SurfaceOp};
 use crate::generation::{Generation, ReplaceSpelling};
-use crate::json::{is_lossless, json_equal, non_negative_safe_integer};
+use crate::json::{
+    is_lossless, js_non_negative_safe_integer, json_equal, non_negative_safe_integer,
+};
 use crate::rule::{AcceptError, Rule};
 use crate::seq::{Seq, MAX_SAFE_INTEGER};
 use crate::surface::{find, SurfacePlan, SurfaceState};
@@ -40,6 +42,9 @@ pub(crate) enum Path {
     Restore,
     /// `fold_surface`: surface rules only.
     Fold,
+    /// A stored row's message shape checked on its own, before anything else about it
+    /// (upstream's `adoptSessionEvent`; the v0 restore path's step R3).
+    Adopt,
 }
 
 /// Looks up accepted events by seq; the surface rules need the events behind
@@ -117,7 +122,26 @@ pub(crate) fn accept_raw(
     raw: RawEvent,
 ) -> Result<(Event, SurfacePlan), AcceptError> {
     let index = context.index;
-    let envelope = decode_envelope(raw).ok_or_else(|| {
+    if context.generation.legacy_check_order() {
+        // v0 reads the row's `type` before anything else (docs/v0-rules.md, E0): a `null` row
+        // throws upstream's `TypeError`, and the retired delta format beats a bad envelope.
+        if raw.null_row {
+            return Err(AcceptError::new(
+                Rule::InternalTypeError,
+                "Cannot read properties of null (reading 'type')",
+            ));
+        }
+        if raw.type_tag() == Some("request/header-delta") {
+            return Err(AcceptError::new(
+                Rule::LegacyHeaderDelta,
+                format!(
+                    "seed event at index {index} uses unsupported legacy request/header-delta format"
+                ),
+            )
+            .at_index(index));
+        }
+    }
+    let envelope = decode_envelope(raw, context.generation).ok_or_else(|| {
         AcceptError::new(
             Rule::InvalidEnvelope,
             format!("seed event at index {index} has an invalid event envelope"),
@@ -147,7 +171,7 @@ pub(crate) fn accept_envelope(
         let error = error.at_seq(seq.get());
         match context.path {
             Path::Seed | Path::Restore => error.at_index(context.index),
-            Path::Append | Path::Fold => error,
+            Path::Append | Path::Fold | Path::Adopt => error,
         }
     };
     if context.path == Path::Append {
@@ -178,42 +202,38 @@ pub(crate) fn accept_envelope(
             )));
         }
     }
-    check_contiguity(context, seq).map_err(locate)?;
+    // v0 checks contiguity after the payload rules; V2+ first (§5.2 rule 1).
+    let legacy_order = context.generation.legacy_check_order();
+    if !legacy_order {
+        check_contiguity(context, seq).map_err(locate)?;
+    }
     // Appends are shape-checked only in the generation strata writes; older
     // generations keep upstream's append behaviour (pinned by the v0 oracle).
     let shape_checked = match context.path {
         Path::Seed | Path::Restore => true,
         Path::Append => context.generation == Generation::NATIVE,
-        Path::Fold => false,
+        Path::Fold | Path::Adopt => false,
     };
     if context.path != Path::Fold {
         let who = Who {
             event_type: &envelope.event_type,
             seq,
+            shown_seq: None,
         };
         match &envelope.data {
             Payload::Value(value) => {
-                check_data(context, &who, value).map_err(locate)?;
-                if shape_checked {
-                    check_message_shape(context, &who, value).map_err(locate)?;
-                }
+                check_payload(context, &who, value, shape_checked).map_err(locate)?;
             }
             Payload::Raw(raw) => {
                 let depth = view_depth(&envelope.event_type);
                 if depth > 0 {
                     match View::parse(raw.get(), depth) {
                         Some(view) => {
-                            check_data(context, &who, &view).map_err(locate)?;
-                            if shape_checked {
-                                check_message_shape(context, &who, &view).map_err(locate)?;
-                            }
+                            check_payload(context, &who, &view, shape_checked).map_err(locate)?;
                         }
                         None => {
                             let value = envelope.data.to_value();
-                            check_data(context, &who, &value).map_err(locate)?;
-                            if shape_checked {
-                                check_message_shape(context, &who, &value).map_err(locate)?;
-                            }
+                            check_payload(context, &who, &value, shape_checked).map_err(locate)?;
                         }
                     }
                 } else {
@@ -221,6 +241,9 @@ pub(crate) fn accept_envelope(
                 }
             }
         }
+    }
+    if legacy_order {
+        check_contiguity(context, seq).map_err(locate)?;
     }
     let wrap = |error: AcceptError| match context.path {
         Path::Seed | Path::Restore => AcceptError {
@@ -230,14 +253,27 @@ pub(crate) fn accept_envelope(
             ),
             ..error
         },
-        Path::Append | Path::Fold => error,
+        Path::Append | Path::Fold | Path::Adopt => error,
     };
-    let meta = check_surface_local(
+    let marker = check_marker(
         context.generation,
         &envelope.event_type,
         seq,
         envelope.ignorable,
         &envelope.meta,
+    )
+    .map_err(wrap)
+    .map_err(locate)?;
+    // v0 locates the replaced span (rules 6–8) before it reads the source list.
+    if let (true, Marker::Surface(SurfaceOp::Replace(range))) = (legacy_order, &marker) {
+        locate_span(context, *range).map_err(wrap).map_err(locate)?;
+    }
+    let meta = check_sources(
+        context.generation,
+        &envelope.event_type,
+        seq,
+        &envelope.meta,
+        marker,
     )
     .map_err(wrap)
     .map_err(locate)?;
@@ -269,7 +305,7 @@ pub(crate) fn accept_existing(
         let error = error.at_seq(seq.get());
         match context.path {
             Path::Seed | Path::Restore => error.at_index(context.index),
-            Path::Append | Path::Fold => error,
+            Path::Append | Path::Fold | Path::Adopt => error,
         }
     };
     check_contiguity(context, seq).map_err(locate)?;
@@ -278,6 +314,7 @@ pub(crate) fn accept_existing(
         let who = Who {
             event_type: &event.event_type,
             seq,
+            shown_seq: None,
         };
         let shape_checked = matches!(context.path, Path::Seed | Path::Restore);
         let depth = view_depth(&event.event_type);
@@ -323,7 +360,7 @@ pub(crate) fn accept_existing(
             ),
             ..error
         },
-        Path::Append | Path::Fold => error,
+        Path::Append | Path::Fold | Path::Adopt => error,
     };
     let meta = match &event.meta {
         SurfaceMeta::LogOnly => MetaInput::None,
@@ -364,15 +401,59 @@ pub(crate) fn accept_existing(
         .map_err(locate)
 }
 
+/// The message-shape rules (session-core §4.5) on one stored row, by themselves: what
+/// upstream's persistence coordinator runs over a whole v0 log before any envelope or surface
+/// rule (`adoptSessionEvent`, docs/v0-rules.md step R3). Messages name the seq the row wrote
+/// (`session event at seq 5 lacks an identified message`); rows of non-surface types pass.
+pub fn check_stored_message(generation: Generation, raw: &RawEvent) -> Result<(), AcceptError> {
+    let Some(tag) = raw.type_tag() else {
+        return Ok(());
+    };
+    let event_type = EventType::parse(tag);
+    if !generation.is_surface_type(&event_type) {
+        return Ok(());
+    }
+    let seq_value = raw.seq_value();
+    let shown_seq = seq_value
+        .as_ref()
+        .map_or_else(|| "undefined".to_owned(), crate::json::js_display);
+    let surface = SurfaceState::new();
+    let lookup = Window {
+        base: Seq::ZERO,
+        events: &[],
+    };
+    let context = Context {
+        generation,
+        path: Path::Adopt,
+        surface: &surface,
+        lookup: &lookup,
+        expected_seq: Seq::ZERO,
+        index: 0,
+    };
+    let who = Who {
+        event_type: &event_type,
+        seq: Seq::ZERO,
+        shown_seq: Some(shown_seq),
+    };
+    let data = raw.data();
+    let value = data.as_deref().unwrap_or(&Value::Null);
+    check_message_shape(&context, &who, value).map_err(|error| {
+        match seq_value.as_ref().and_then(js_non_negative_safe_integer) {
+            Some(seq) => error.at_seq(seq),
+            None => error,
+        }
+    })
+}
+
 /// The envelope check of session-core §2.1; `None` means "invalid event envelope".
-pub(crate) fn decode_envelope(raw: RawEvent) -> Option<Envelope> {
+pub(crate) fn decode_envelope(raw: RawEvent, generation: Generation) -> Option<Envelope> {
     if raw.malformed {
         return None;
     }
     let tag = raw.event_type.as_ref()?.as_str()?;
     let event_type = EventType::parse(tag);
-    let seq = Seq::new(raw.seq_number()?).ok()?;
-    let time = raw.time_number()?;
+    let seq = Seq::new(raw.seq_for(generation)?).ok()?;
+    let time = raw.time_for(generation)?;
     let ignorable = match &raw.ignorable {
         None => false,
         Some(Value::Bool(true)) => true,
@@ -426,7 +507,7 @@ fn check_contiguity(context: &Context<'_>, seq: Seq) -> Result<(), AcceptError> 
             "seed event at index {} has seq {} (expected {}); seed must be contiguous from 0",
             context.index, seq, context.expected_seq
         ),
-        Path::Append | Path::Fold => format!(
+        Path::Append | Path::Fold | Path::Adopt => format!(
             "session event seq {} is not contiguous; expected {}",
             seq, context.expected_seq
         ),
@@ -438,6 +519,8 @@ fn check_contiguity(context: &Context<'_>, seq: Seq) -> Result<(), AcceptError> 
 struct Who<'e> {
     event_type: &'e EventType,
     seq: Seq,
+    /// The seq as the stored row wrote it (adopt path: the row is not validated yet).
+    shown_seq: Option<String>,
 }
 
 /// How messages name the candidate in data and shape rules (§5.3).
@@ -446,8 +529,46 @@ fn subject(context: &Context<'_>, who: &Who<'_>) -> String {
         Path::Seed | Path::Restore => {
             format!("seed {} at index {}", who.event_type, context.index)
         }
+        Path::Adopt => match &who.shown_seq {
+            Some(shown) => format!("session event at seq {shown}"),
+            None => format!("session event at seq {}", who.seq),
+        },
         Path::Append | Path::Fold => {
             format!("session event \"{}\" at seq {}", who.event_type, who.seq)
+        }
+    }
+}
+
+/// The payload rules of one candidate in its generation's order: V2+ run the data rules
+/// (§5.3) before the shapes (§4.5); v0 checks the shapes first and refuses the `fallback`
+/// reason after them (docs/v0-rules.md, "Path --seed" steps 2–3).
+fn check_payload<'n, N: Node<'n>>(
+    context: &Context<'_>,
+    who: &Who<'_>,
+    data: N,
+    shape_checked: bool,
+) -> Result<(), AcceptError> {
+    if context.generation.legacy_check_order() {
+        if shape_checked {
+            check_message_shape(context, who, data)?;
+        }
+        check_data(context, who, data)
+    } else {
+        check_data(context, who, data)?;
+        if shape_checked {
+            check_message_shape(context, who, data)?;
+        }
+        Ok(())
+    }
+}
+
+/// How messages of the retired-shape refusals name the candidate (upstream names the
+/// position, not the type: `seed event at index 3`, or `session event "T"` on append).
+fn legacy_subject(context: &Context<'_>, who: &Who<'_>) -> String {
+    match context.path {
+        Path::Seed | Path::Restore => format!("seed event at index {}", context.index),
+        Path::Append | Path::Fold | Path::Adopt => {
+            format!("session event \"{}\"", who.event_type)
         }
     }
 }
@@ -478,7 +599,7 @@ fn check_data_by_name(context: &Context<'_>, who: &Who<'_>) -> Result<(), Accept
                 Rule::LegacyHeaderDelta,
                 format!(
                     "{} uses unsupported legacy request/header-delta format",
-                    subject(context, who)
+                    legacy_subject(context, who)
                 ),
             ))
         }
@@ -502,17 +623,27 @@ fn check_data<'n, N: Node<'n>>(
     match who.event_type {
         EventType::RequestHeader => {
             if data.kind() != Kind::Object {
+                // v0/v1 have no such rule: the shape check already said `lacks provider/model`.
+                if !generation.checks_request_header_objects() {
+                    return Ok(());
+                }
                 return fail(Rule::DataNotObject, "data must be an object");
             }
             if generation <= Generation::V1
                 && data.get("reason").and_then(Node::text).as_deref() == Some("fallback")
             {
-                return fail(
+                return Err(AcceptError::new(
                     Rule::LegacyFallbackReason,
-                    "uses unsupported legacy request/header reason \"fallback\"",
-                );
+                    format!(
+                        "{} uses unsupported legacy request/header reason \"fallback\"",
+                        legacy_subject(context, who)
+                    ),
+                ));
             }
             let Some(header) = data.get("header").filter(|h| h.kind() == Kind::Object) else {
+                if !generation.checks_request_header_objects() {
+                    return Ok(());
+                }
                 return fail(Rule::HeaderNotObject, "header must be an object");
             };
             if generation >= Generation::V3 {
@@ -741,11 +872,11 @@ fn check_request_header_shape<'n, N: Node<'n>>(
             );
         }
     }
-    let reasons: &[&str] = if context.generation >= Generation::V2 {
-        &["initial", "resume", "change", "series"]
-    } else {
-        &["initial", "resume", "change"]
-    };
+    // v0/v1 check no reason here (only the retired `fallback`, a data rule).
+    if !context.generation.checks_request_reason() {
+        return Ok(());
+    }
+    let reasons: &[&str] = &["initial", "resume", "change", "series"];
     let reason_ok = data
         .get("reason")
         .and_then(Node::text)
@@ -764,6 +895,15 @@ fn check_request_header_shape<'n, N: Node<'n>>(
     Ok(())
 }
 
+/// What rules 2–3 decided about a candidate's marker.
+#[derive(Clone, Debug)]
+enum Marker {
+    /// A log-only event without metadata, or an unknown ignorable one (opaque metadata).
+    Done(SurfaceMeta),
+    /// A surface event with a well-formed op; its source list is checked next.
+    Surface(SurfaceOp),
+}
+
 /// Rules 2–4 of session-core §5.2: eligibility, marker, op shape, endpoints
 /// earlier, source list. Returns the validated metadata.
 fn check_surface_local(
@@ -773,8 +913,20 @@ fn check_surface_local(
     ignorable: bool,
     meta: &MetaInput,
 ) -> Result<SurfaceMeta, AcceptError> {
-    let tag = event_type.as_str();
-    let (raw_op, raw_sources, typed) = match meta {
+    let marker = check_marker(generation, event_type, seq, ignorable, meta)?;
+    check_sources(generation, event_type, seq, meta, marker)
+}
+
+/// Surface metadata as raw values (`surfaceOp`, `sourceEventSeqs`) or in typed form.
+type MetaParts<'m> = (
+    Option<&'m Value>,
+    Option<&'m Value>,
+    Option<(SurfaceOp, Option<&'m [Seq]>)>,
+);
+
+/// Splits metadata into its raw values or its typed form.
+fn meta_parts(meta: &MetaInput) -> MetaParts<'_> {
+    match meta {
         MetaInput::None => (None, None, None),
         MetaInput::Raw {
             surface_op,
@@ -782,14 +934,27 @@ fn check_surface_local(
         } => (surface_op.as_ref(), sources.as_ref(), None),
         MetaInput::Typed { op, sources } => (None, None, Some((*op, sources.as_deref()))),
         MetaInput::Accepted { op, sources } => (None, None, Some((*op, sources.as_deref()))),
-    };
+    }
+}
+
+/// Rules 2–3: eligibility, the marker and its shape, endpoints earlier (V3).
+fn check_marker(
+    generation: Generation,
+    event_type: &EventType,
+    seq: Seq,
+    ignorable: bool,
+    meta: &MetaInput,
+) -> Result<Marker, AcceptError> {
+    let tag = event_type.as_str();
+    let (raw_op, raw_sources, typed) = meta_parts(meta);
     let has_op = raw_op.is_some() || typed.is_some();
     let has_sources = raw_sources.is_some() || typed.is_some_and(|(_, sources)| sources.is_some());
 
     // Rule 2a: log-only types.
     if !generation.is_surface_type(event_type) {
-        if ignorable && !generation.is_known_type(event_type) {
-            return Ok(SurfaceMeta::Opaque {
+        if ignorable && generation.keeps_opaque_metadata() && !generation.is_known_type(event_type)
+        {
+            return Ok(Marker::Done(SurfaceMeta::Opaque {
                 surface_op: raw_op
                     .cloned()
                     .or_else(|| typed.map(|(op, _)| op.to_value(generation.replace_spelling())))
@@ -806,7 +971,7 @@ fn check_surface_local(
                         })
                     })
                     .map(Box::new),
-            });
+            }));
         }
         if has_op {
             return Err(AcceptError::new(
@@ -824,7 +989,7 @@ fn check_surface_local(
                 ),
             ));
         }
-        return Ok(SurfaceMeta::LogOnly);
+        return Ok(Marker::Done(SurfaceMeta::LogOnly));
     }
 
     // Rule 2b/2c: the marker and its shape.
@@ -852,9 +1017,26 @@ fn check_surface_local(
             ));
         }
     }
+    Ok(Marker::Surface(op))
+}
 
-    // Rule 4: the source list. 4a comes first: an assistant message may not
-    // carry the field at all (V2+), whatever its value, even `[]`.
+/// Rule 4: the source list of a surface event whose marker passed.
+fn check_sources(
+    generation: Generation,
+    event_type: &EventType,
+    seq: Seq,
+    meta: &MetaInput,
+    marker: Marker,
+) -> Result<SurfaceMeta, AcceptError> {
+    let op = match marker {
+        Marker::Done(meta) => return Ok(meta),
+        Marker::Surface(op) => op,
+    };
+    let tag = event_type.as_str();
+    let (_, raw_sources, typed) = meta_parts(meta);
+    let has_sources = raw_sources.is_some() || typed.is_some_and(|(_, sources)| sources.is_some());
+    // 4a comes first: an assistant message may not carry the field at all
+    // (V2+), whatever its value, even `[]`.
     let is_assistant = *event_type == EventType::AssistantMessage;
     if is_assistant && has_sources && !generation.assistant_may_cite_sources() {
         return Err(AcceptError::new(
@@ -888,6 +1070,16 @@ fn check_surface_local(
     })
 }
 
+/// A seq as `generation` reads one from JSON (v0/v1: `-0` and `1.0` are seqs).
+fn seq_value(generation: Generation, value: &Value) -> Option<Seq> {
+    let number = if generation.negative_zero_is_a_seq() {
+        js_non_negative_safe_integer(value)
+    } else {
+        non_negative_safe_integer(value)
+    };
+    number.and_then(|number| Seq::new(number).ok())
+}
+
 fn parse_surface_op(
     generation: Generation,
     tag: &str,
@@ -909,11 +1101,7 @@ fn parse_surface_op(
             if map.len() != 3 || map.get("op").and_then(Value::as_str) != Some("replace") {
                 return Err(invalid_replace());
             }
-            let endpoint = |key: &str| {
-                map.get(key)
-                    .and_then(non_negative_safe_integer)
-                    .and_then(|value| Seq::new(value).ok())
-            };
+            let endpoint = |key: &str| map.get(key).and_then(|value| seq_value(generation, value));
             match (endpoint(start_key), endpoint(end_key)) {
                 (Some(start), Some(end)) => Ok(SurfaceOp::Replace(ReplaceRange { start, end })),
                 _ => Err(invalid_replace()),
@@ -947,9 +1135,7 @@ fn parse_sources_shape(
     items
         .iter()
         .map(|item| {
-            non_negative_safe_integer(item)
-                .and_then(|value| Seq::new(value).ok())
-                .ok_or_else(|| {
+            seq_value(generation, item).ok_or_else(|| {
                     AcceptError::new(
                         Rule::SourceInvalidSeq,
                         format!(
@@ -1014,39 +1200,7 @@ fn plan_relational(context: &Context<'_>, event: &Event) -> Result<SurfacePlan, 
         SurfaceOp::Replace(range) => range,
     };
     let nodes = context.surface.nodes();
-    // Rule 7: both endpoints on the surface, start not after end.
-    let start_index = find(nodes, range.start).ok_or_else(|| {
-        AcceptError::new(
-            Rule::ReplaceStartNotFound,
-            format!(
-                "surface replace: start seq {} not found in surface",
-                range.start
-            ),
-        )
-    })?;
-    // The end usually follows the start: search there first, so a replace
-    // costs one pass over the surface, not two.
-    let end_index = match find(&nodes[start_index..], range.end) {
-        Some(offset) => start_index + offset,
-        None => find(&nodes[..start_index], range.end).ok_or_else(|| {
-            AcceptError::new(
-                Rule::ReplaceEndNotFound,
-                format!(
-                    "surface replace: end seq {} not found in surface",
-                    range.end
-                ),
-            )
-        })?,
-    };
-    if start_index > end_index {
-        return Err(AcceptError::new(
-            Rule::ReplaceEndpointsReversed,
-            format!(
-                "surface replace: start seq {} (index {start_index}) is after end seq {} (index {end_index})",
-                range.start, range.end
-            ),
-        ));
-    }
+    let (start_index, end_index) = locate_span(context, range)?;
     let shadowed = &nodes[start_index..=end_index];
     // Rule 8: every shadowed node is cited.
     let missing = uncovered(shadowed, sources.unwrap_or(&[]));
@@ -1103,6 +1257,45 @@ fn plan_relational(context: &Context<'_>, event: &Event) -> Result<SurfacePlan, 
         start_index,
         end_index,
     })
+}
+
+/// Rule 7: both endpoints on the surface, start not after end (by surface position);
+/// returns their surface indexes.
+fn locate_span(context: &Context<'_>, range: ReplaceRange) -> Result<(usize, usize), AcceptError> {
+    let nodes = context.surface.nodes();
+    let start_index = find(nodes, range.start).ok_or_else(|| {
+        AcceptError::new(
+            Rule::ReplaceStartNotFound,
+            format!(
+                "surface replace: start seq {} not found in surface",
+                range.start
+            ),
+        )
+    })?;
+    // The end usually follows the start: search there first, so a replace
+    // costs one pass over the surface, not two.
+    let end_index = match find(&nodes[start_index..], range.end) {
+        Some(offset) => start_index + offset,
+        None => find(&nodes[..start_index], range.end).ok_or_else(|| {
+            AcceptError::new(
+                Rule::ReplaceEndNotFound,
+                format!(
+                    "surface replace: end seq {} not found in surface",
+                    range.end
+                ),
+            )
+        })?,
+    };
+    if start_index > end_index {
+        return Err(AcceptError::new(
+            Rule::ReplaceEndpointsReversed,
+            format!(
+                "surface replace: start seq {} (index {start_index}) is after end seq {} (index {end_index})",
+                range.start, range.end
+            ),
+        ));
+    }
+    Ok((start_index, end_index))
 }
 
 /// The shadowed nodes missing from `sources`, in surface order.

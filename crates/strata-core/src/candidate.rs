@@ -188,6 +188,33 @@ impl Candidate {
     }
 }
 
+impl Candidate {
+    /// The candidate as a stored row at `seq` (dsh's write order: `type, seq, time, data,
+    /// sourceEventSeqs?, surfaceOp?`); `time: None` leaves the row without one.
+    pub(crate) fn into_row(self, seq: u64, time: Option<Value>) -> Value {
+        let mut row = serde_json::Map::new();
+        row.insert("type".into(), Value::from(self.event_type.as_str()));
+        row.insert("seq".into(), Value::from(seq));
+        if let Some(time) = time {
+            row.insert("time".into(), time);
+        }
+        row.insert("data".into(), self.data);
+        if let MetaInput::Typed { op, sources } = self.meta {
+            if let Some(sources) = sources {
+                row.insert(
+                    "sourceEventSeqs".into(),
+                    Value::Array(sources.iter().map(|seq| Value::from(seq.get())).collect()),
+                );
+            }
+            row.insert(
+                "surfaceOp".into(),
+                op.to_value(crate::generation::ReplaceSpelling::StartEnd),
+            );
+        }
+        Value::Object(row)
+    }
+}
+
 pub(crate) fn object(entries: Vec<(&str, Value)>) -> Value {
     let mut map = Map::with_capacity(entries.len());
     for (key, value) in entries {

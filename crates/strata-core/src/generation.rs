@@ -103,6 +103,52 @@ impl Generation {
     pub const fn checks_endpoints_earlier(self) -> bool {
         matches!(self, Generation::V3)
     }
+
+    /// Whether seqs, times, replace endpoints and sources are judged like upstream 0.1.0-rc.8
+    /// judges them: as `JSON.parse` doubles with `Number.isSafeInteger(x) && x >= 0`, so `-0`
+    /// counts as 0 (docs/v0-rules.md, "Numbers"). Later generations refuse `-0` (§2.1).
+    pub const fn negative_zero_is_a_seq(self) -> bool {
+        matches!(self, Generation::V0 | Generation::V1)
+    }
+
+    /// Whether one event's checks run in the v0 order (docs/v0-rules.md, "Path --seed"): a
+    /// retired `request/header-delta` is refused before the envelope is looked at; message and
+    /// request-header shapes come before the `fallback` refusal, and both before contiguity;
+    /// a replace's range (rules 6–8) is checked before its source list (rule 4). V2+ follow
+    /// session-core §5.2: contiguity first, the source list before the range.
+    pub const fn legacy_check_order(self) -> bool {
+        matches!(self, Generation::V0 | Generation::V1)
+    }
+
+    /// Whether an unknown `ignorable` event keeps any surface metadata verbatim and opaque
+    /// (V3, §5.2 rule 2a); older builds reject metadata on every log-only type.
+    pub const fn keeps_opaque_metadata(self) -> bool {
+        matches!(self, Generation::V3)
+    }
+
+    /// Whether request headers must name a known `reason` and a valid `startsSeries` (V2+;
+    /// v0/v1 refuse only the retired `fallback` reason).
+    pub const fn checks_request_reason(self) -> bool {
+        matches!(self, Generation::V2 | Generation::V3)
+    }
+
+    /// Whether data rules refuse a non-object `request/header` payload or header by name
+    /// (§5.3, V2+); in v0/v1 such a header fails the shape check (`lacks provider/model`).
+    pub const fn checks_request_header_objects(self) -> bool {
+        matches!(self, Generation::V2 | Generation::V3)
+    }
+
+    /// Whether the inherited event count is checked against the log (V2+). A v0/v1 header's
+    /// `seedLength` is only type-checked, never compared with the log.
+    pub const fn checks_inherited_count(self) -> bool {
+        matches!(self, Generation::V2 | Generation::V3)
+    }
+
+    /// Whether a header's numeric fields are judged as doubles with `-0` allowed and the
+    /// header is not checked for JSON losslessness on restore (v0/v1, upstream rc.8).
+    pub const fn lenient_header_numbers(self) -> bool {
+        matches!(self, Generation::V0 | Generation::V1)
+    }
 }
 
 /// Every plugin type name any generation knows (for interning).

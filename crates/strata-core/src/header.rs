@@ -8,7 +8,7 @@
 use serde_json::{Map, Value};
 
 use crate::generation::Generation;
-use crate::json::{is_lossless, non_negative_safe_integer};
+use crate::json::{is_lossless, js_non_negative_safe_integer, non_negative_safe_integer};
 use crate::rule::{AcceptError, Rule};
 
 /// A validated session header.
@@ -94,9 +94,19 @@ impl SessionHeader {
         generation: Generation,
     ) -> Result<SessionHeader, AcceptError> {
         let invalid = |message: String| Err(AcceptError::new(Rule::HeaderInvalid, message));
+        // v0/v1 judge header numbers as upstream rc.8 does (`-0` and `1.0` pass) and do not
+        // check a restored header for JSON losslessness (docs/v0-rules.md, block H).
+        let lenient = generation.lenient_header_numbers();
+        let number = |value: &Value| {
+            if lenient {
+                js_non_negative_safe_integer(value)
+            } else {
+                non_negative_safe_integer(value)
+            }
+        };
         let expected = generation.format_version();
         match fields.get("version") {
-            Some(version) if non_negative_safe_integer(version) == Some(expected) => {}
+            Some(version) if number(version) == Some(expected) => {}
             other => {
                 let got = other.map_or_else(|| "undefined".to_owned(), js_display);
                 return Err(AcceptError::new(
@@ -105,22 +115,24 @@ impl SessionHeader {
                 ));
             }
         }
-        if !is_lossless(&Value::Object(fields.clone())) {
+        if !lenient && !is_lossless(&Value::Object(fields.clone())) {
             return invalid("session header is not losslessly JSON-serializable".into());
         }
         if !matches!(fields.get("id"), Some(Value::String(_))) {
             return invalid("session header id must be a string".into());
         }
-        if fields
-            .get("createdAt")
-            .and_then(non_negative_safe_integer)
-            .is_none()
-        {
+        if fields.get("createdAt").and_then(number).is_none() {
             return invalid("session header createdAt must be a non-negative safe integer".into());
         }
         if let Some(cwd) = fields.get("cwd") {
             match cwd {
                 Value::String(path) if is_absolute(path) => {}
+                // Upstream rc.8 quotes the path; the V3 text does not.
+                Value::String(path) if lenient => {
+                    return invalid(format!(
+                        "session header cwd must be an absolute path, got \"{path}\""
+                    ))
+                }
                 Value::String(_) => {
                     return invalid("session header cwd must be an absolute path".into())
                 }
@@ -140,7 +152,7 @@ impl SessionHeader {
                 return invalid("session header isSeeded must be a boolean".into());
             }
         } else if let Some(length) = fields.get("seedLength") {
-            if non_negative_safe_integer(length).is_none() {
+            if number(length).is_none() {
                 return invalid(
                     "session header seedLength must be a non-negative safe integer".into(),
                 );
@@ -152,7 +164,7 @@ impl SessionHeader {
             }
         }
         if let Some(depth) = fields.get("delegationDepth") {
-            if non_negative_safe_integer(depth).is_none() {
+            if number(depth).is_none() {
                 return invalid(
                     "session header delegationDepth must be a non-negative safe integer".into(),
                 );
@@ -195,7 +207,7 @@ impl SessionHeader {
     pub fn created_at(&self) -> u64 {
         self.fields
             .get("createdAt")
-            .and_then(non_negative_safe_integer)
+            .and_then(js_non_negative_safe_integer)
             .unwrap_or(0)
     }
 
@@ -221,7 +233,7 @@ impl SessionHeader {
     pub fn seed_length(&self) -> Option<u64> {
         self.fields
             .get("seedLength")
-            .and_then(non_negative_safe_integer)
+            .and_then(js_non_negative_safe_integer)
     }
 
     /// `Some("subagent")` for delegated sessions.

@@ -57,6 +57,18 @@ pub fn non_negative_safe_integer(value: &Value) -> Option<u64> {
     safe_integer(value).and_then(|int| u64::try_from(int).ok())
 }
 
+/// The value as a non-negative safe integer the way upstream 0.1.0-rc.8 reads one:
+/// `Number.isSafeInteger(x) && x >= 0` on the double `JSON.parse` gives, so `-0` is 0 and
+/// `1.0` is 1 (docs/v0-rules.md, "Numbers").
+pub fn js_non_negative_safe_integer(value: &Value) -> Option<u64> {
+    let Value::Number(number) = value else {
+        return None;
+    };
+    let float = number_value(number);
+    let safe = float.is_finite() && float.fract() == 0.0 && float.abs() <= MAX_SAFE_INTEGER as f64;
+    (safe && float >= 0.0).then_some(float as u64)
+}
+
 /// True when every number in `value` is representable by `JSON.stringify`
 /// (the Rust side of dsh's lossless-JSON rule: serde values cannot hold
 /// functions, cycles or holes, so numbers are all that is left to check).
@@ -130,6 +142,40 @@ pub fn json_equal(left: &Value, right: &Value) -> bool {
                     .all(|(key, x)| b.get(key).is_some_and(|y| json_equal(x, y)))
         }
         _ => false,
+    }
+}
+
+/// How JavaScript's `String(v)` (and a template literal) prints a JSON value in upstream's
+/// messages: strings bare, numbers as doubles (`1.0` → `1`, `-0` → `0`), arrays joined by
+/// commas, objects as `[object Object]`.
+pub fn js_display(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Null => "null".into(),
+        Value::Bool(flag) => flag.to_string(),
+        Value::Number(number) => {
+            let float = number_value(number);
+            if float == 0.0 {
+                "0".into()
+            } else if float.is_finite() && float.fract() == 0.0 && float.abs() < 1e21 {
+                format!("{float:.0}")
+            } else if float.is_nan() {
+                "NaN".into()
+            } else if float.is_infinite() {
+                if float > 0.0 { "Infinity" } else { "-Infinity" }.into()
+            } else {
+                format!("{float}")
+            }
+        }
+        Value::Array(items) => items
+            .iter()
+            .map(|item| match item {
+                Value::Null => String::new(),
+                other => js_display(other),
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+        Value::Object(_) => "[object Object]".into(),
     }
 }
 

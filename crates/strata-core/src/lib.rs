@@ -22,7 +22,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-pub use accept::{EventLookup, Window};
+pub use accept::{check_stored_message, EventLookup, Window};
 pub use candidate::{Candidate, Intent, LogOnlyPayload, Placement, SurfaceIntent, SurfacePayload};
 pub use derive::DerivedMessages;
 pub use event::{Event, EventType, ReplaceRange, SurfaceMeta, SurfaceOp};
@@ -33,7 +33,9 @@ pub use fork::{
 pub use generation::{Generation, ReplaceSpelling};
 pub use header::{HeaderSpec, SessionHeader};
 pub use message::{project, Message};
-pub use repair::{interrupted_turn_closers, open_turn_closers, CloseCause, Closers};
+pub use repair::{
+    interrupted_turn_closers, open_turn_closers, CloseCause, Closers, StoredTurnScan,
+};
 pub use request::{canonical_header, fold_request_context, fold_request_header, header_equals};
 pub use rule::{AcceptError, Rule};
 pub use seq::{Seq, SeqRangeError, MAX_SAFE_INTEGER};

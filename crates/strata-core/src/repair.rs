@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::candidate::{object, Candidate, SurfaceIntent};
 use crate::event::{Event, EventType};
 use crate::payload::{text_block, ToolResult};
+use crate::rule::{AcceptError, Rule};
 use crate::seq::Seq;
 
 /// Why a turn is being closed; decides ids, texts and the `turn/end` reason.
@@ -68,7 +69,8 @@ impl Closers {
 }
 
 struct PendingCall {
-    call_id: String,
+    /// The call id as the assistant block held it (`None`: the block had no `id`).
+    call_id: Option<Value>,
     /// The registering assistant message's `step` (`None`: the field was missing).
     step: Option<Value>,
     call_seq: Option<Seq>,
@@ -88,57 +90,107 @@ fn open_position(data: &Value, key: &str) -> Option<Position> {
     }
 }
 
-/// `interruptedTurnClosers`: closers for a turn left open by a crash.
-pub fn interrupted_turn_closers(events: &[Arc<Event>]) -> Closers {
-    open_turn_closers(events, CloseCause::Interrupted)
+/// How strictly the scan reads malformed rows.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ScanMode {
+    /// Accepted events: a missing payload reads as empty and only string call ids register.
+    Lenient,
+    /// Stored v0/v1 rows, as upstream rc.8 reads them: a `null` or missing payload of a
+    /// bracket fails with JavaScript's `TypeError` text, and any call id registers.
+    Upstream,
 }
 
-/// `openTurnClosers(events, cause)`: closers for the open turn at the end of `events`.
-pub fn open_turn_closers(events: &[Arc<Event>], cause: CloseCause) -> Closers {
-    let mut open_turn: Option<Position> = None;
-    let mut open_step: Option<Position> = None;
-    let mut pending: Vec<PendingCall> = Vec::new();
-    for event in events {
-        let data = event.data();
-        match event.event_type {
+/// The state of `interruptedTurnClosers` (session-core §8) after some rows.
+struct TurnScan {
+    mode: ScanMode,
+    open_turn: Option<Position>,
+    open_step: Option<Position>,
+    pending: Vec<PendingCall>,
+}
+
+/// JavaScript's `TypeError` for reading `key` of a `null`/missing payload.
+fn type_error(data: Option<&Value>, key: &str) -> AcceptError {
+    let what = if data.is_some() { "null" } else { "undefined" };
+    AcceptError::new(
+        Rule::InternalTypeError,
+        format!("Cannot read properties of {what} (reading '{key}')"),
+    )
+}
+
+impl TurnScan {
+    fn new(mode: ScanMode) -> TurnScan {
+        TurnScan {
+            mode,
+            open_turn: None,
+            open_step: None,
+            pending: Vec::new(),
+        }
+    }
+
+    /// The payload, or upstream's `TypeError` when it is `null`/missing and must be read.
+    fn payload<'d>(&self, data: Option<&'d Value>, key: &str) -> Result<&'d Value, AcceptError> {
+        match data {
+            Some(value) if !value.is_null() => Ok(value),
+            _ if self.mode == ScanMode::Upstream => Err(type_error(data, key)),
+            _ => Ok(&Value::Null),
+        }
+    }
+
+    fn observe(
+        &mut self,
+        event_type: &EventType,
+        seq: Option<Seq>,
+        data: Option<&Value>,
+    ) -> Result<(), AcceptError> {
+        match event_type {
             EventType::TurnStart => {
-                open_turn = open_position(data, "turn");
-                open_step = None;
-                pending.clear();
+                let data = self.payload(data, "turn")?;
+                self.open_turn = open_position(data, "turn");
+                self.open_step = None;
+                self.pending.clear();
             }
             EventType::TurnEnd => {
-                open_turn = None;
-                open_step = None;
-                pending.clear();
+                self.open_turn = None;
+                self.open_step = None;
+                self.pending.clear();
             }
             EventType::StepStart => {
-                open_step = open_position(data, "step");
+                let data = self.payload(data, "step")?;
+                self.open_step = open_position(data, "step");
             }
             EventType::StepEnd => {
-                pending.clear();
-                open_step = None;
+                self.pending.clear();
+                self.open_step = None;
             }
             EventType::AssistantMessage => {
+                let data = data.unwrap_or(&Value::Null);
                 let step = data.get("step").cloned();
                 let blocks = data
                     .get("message")
                     .and_then(|message| message.get("content"))
                     .and_then(Value::as_array);
                 for block in blocks.into_iter().flatten() {
+                    if block.is_null() && self.mode == ScanMode::Upstream {
+                        return Err(type_error(Some(block), "type"));
+                    }
                     if block.get("type").and_then(Value::as_str) != Some("tool-call") {
                         continue;
                     }
-                    let Some(call_id) = block.get("id").and_then(Value::as_str) else {
-                        continue;
+                    let call_id = match (self.mode, block.get("id")) {
+                        (ScanMode::Lenient, Some(Value::String(id))) => {
+                            Some(Value::from(id.as_str()))
+                        }
+                        (ScanMode::Lenient, _) => continue,
+                        (ScanMode::Upstream, id) => id.cloned(),
                     };
                     // Like `Map.set`: a repeated id keeps its position, loses its call seq.
-                    match pending.iter_mut().find(|call| call.call_id == call_id) {
+                    match self.pending.iter_mut().find(|call| call.call_id == call_id) {
                         Some(call) => {
                             call.step = step.clone();
                             call.call_seq = None;
                         }
-                        None => pending.push(PendingCall {
-                            call_id: call_id.to_owned(),
+                        None => self.pending.push(PendingCall {
+                            call_id,
                             step: step.clone(),
                             call_seq: None,
                         }),
@@ -146,103 +198,198 @@ pub fn open_turn_closers(events: &[Arc<Event>], cause: CloseCause) -> Closers {
                 }
             }
             EventType::ToolCall => {
-                if let Some(call_id) = data.get("callId").and_then(Value::as_str) {
-                    if let Some(call) = pending.iter_mut().find(|call| call.call_id == call_id) {
-                        call.call_seq = Some(event.seq);
-                    }
+                let data = self.payload(data, "callId")?;
+                let call_id = match (self.mode, data.get("callId")) {
+                    (ScanMode::Lenient, Some(Value::String(id))) => Some(Value::from(id.as_str())),
+                    (ScanMode::Lenient, _) => return Ok(()),
+                    (ScanMode::Upstream, id) => id.cloned(),
+                };
+                if let Some(call) = self.pending.iter_mut().find(|call| call.call_id == call_id) {
+                    call.call_seq = seq;
                 }
             }
             EventType::ToolResult => {
                 let call_id = data
-                    .get("message")
+                    .and_then(|data| data.get("message"))
                     .and_then(|message| message.get("source"))
-                    .and_then(|source| source.get("callId"))
-                    .and_then(Value::as_str);
-                if let Some(call_id) = call_id {
-                    pending.retain(|call| call.call_id != call_id);
-                }
+                    .and_then(|source| source.get("callId"));
+                let call_id = match (self.mode, call_id) {
+                    (ScanMode::Lenient, Some(Value::String(id))) => Some(Value::from(id.as_str())),
+                    (ScanMode::Lenient, _) => return Ok(()),
+                    (ScanMode::Upstream, id) => id.cloned(),
+                };
+                self.pending.retain(|call| call.call_id != call_id);
             }
             _ => {}
         }
+        Ok(())
+    }
+
+    /// The closers, the first numbered `first_seq`; empty when no turn is open.
+    fn closers(self, first_seq: Seq, cause: CloseCause) -> Vec<Candidate> {
+        let Some(turn) = self.open_turn else {
+            return Vec::new();
+        };
+        let mut candidates = Vec::new();
+        for (seq, call) in (first_seq.get()..).zip(self.pending) {
+            let (text, error_name, error_code) = match call.call_seq {
+                Some(_) => (
+                    cause.started_text(),
+                    "ToolOutcomeUnknownError",
+                    "TOOL_OUTCOME_UNKNOWN",
+                ),
+                None => (
+                    cause.not_started_text(),
+                    "ToolNotStartedError",
+                    "TOOL_NOT_STARTED",
+                ),
+            };
+            let call_id = call.call_id.clone().unwrap_or(Value::Null);
+            let shown = match &call.call_id {
+                Some(Value::String(id)) => id.clone(),
+                Some(other) => crate::json::js_display(other),
+                None => "undefined".to_owned(),
+            };
+            let mut source = vec![("kind", Value::from("tool"))];
+            let mut block = vec![("type", Value::from("tool-result"))];
+            // A missing id stays missing, as `JSON.stringify` drops `undefined`.
+            if call.call_id.is_some() {
+                source.push(("callId", call_id.clone()));
+                block.push(("toolCallId", call_id));
+            }
+            block.push(("isError", true.into()));
+            block.push(("content", Value::Array(vec![text_block(text)])));
+            let message = object(vec![
+                (
+                    "id",
+                    format!("{}-tool-result-{shown}-{seq}", cause.as_str()).into(),
+                ),
+                ("role", "user".into()),
+                ("source", object(source)),
+                ("content", Value::Array(vec![object(block)])),
+            ]);
+            let payload = ToolResult {
+                turn: 0,
+                step: 0,
+                message,
+                error: Some(object(vec![
+                    ("name", error_name.into()),
+                    ("code", error_code.into()),
+                ])),
+                meta: None,
+            };
+            let intent = match call.call_seq {
+                Some(call_seq) => SurfaceIntent::append_citing(vec![call_seq]),
+                None => SurfaceIntent::append(),
+            };
+            let mut candidate = Candidate::surface(payload, intent);
+            set_position(&mut candidate, &turn, Some(&call.step));
+            candidates.push(candidate);
+        }
+        if let Some(step) = self.open_step {
+            let mut candidate = Candidate::log_only(crate::payload::StepEnd { turn: 0, step: 0 });
+            set_position(&mut candidate, &turn, Some(&step));
+            candidates.push(candidate);
+        }
+        let mut turn_end = Candidate::log_only(crate::payload::TurnEnd {
+            turn: 0,
+            reason: object(vec![("kind", cause.as_str().into())]),
+        });
+        set_position(&mut turn_end, &turn, None);
+        candidates.push(turn_end);
+        candidates
+    }
+}
+
+/// `interruptedTurnClosers`: closers for a turn left open by a crash.
+pub fn interrupted_turn_closers(events: &[Arc<Event>]) -> Closers {
+    open_turn_closers(events, CloseCause::Interrupted)
+}
+
+/// `openTurnClosers(events, cause)`: closers for the open turn at the end of `events`.
+pub fn open_turn_closers(events: &[Arc<Event>], cause: CloseCause) -> Closers {
+    let mut scan = TurnScan::new(ScanMode::Lenient);
+    for event in events {
+        // The lenient scan never fails.
+        let _ = scan.observe(&event.event_type, Some(event.seq), Some(event.data()));
     }
     let (first_seq, time) = match events.last() {
         Some(last) => (last.seq.next(), last.time),
         None => (Seq::ZERO, 0),
     };
-    let mut closers = Closers {
-        candidates: Vec::new(),
+    Closers {
+        candidates: scan.closers(first_seq, cause),
         first_seq,
         time,
-    };
-    let Some(turn) = open_turn else {
-        return closers;
-    };
-    for (seq, call) in (first_seq.get()..).zip(pending) {
-        let (text, error_name, error_code) = match call.call_seq {
-            Some(_) => (
-                cause.started_text(),
-                "ToolOutcomeUnknownError",
-                "TOOL_OUTCOME_UNKNOWN",
-            ),
-            None => (
-                cause.not_started_text(),
-                "ToolNotStartedError",
-                "TOOL_NOT_STARTED",
-            ),
-        };
-        let message = object(vec![
-            (
-                "id",
-                format!("{}-tool-result-{}-{seq}", cause.as_str(), call.call_id).into(),
-            ),
-            ("role", "user".into()),
-            (
-                "source",
-                object(vec![
-                    ("kind", "tool".into()),
-                    ("callId", call.call_id.as_str().into()),
-                ]),
-            ),
-            (
-                "content",
-                Value::Array(vec![object(vec![
-                    ("type", "tool-result".into()),
-                    ("toolCallId", call.call_id.as_str().into()),
-                    ("isError", true.into()),
-                    ("content", Value::Array(vec![text_block(text)])),
-                ])]),
-            ),
-        ]);
-        let payload = ToolResult {
-            turn: 0,
-            step: 0,
-            message,
-            error: Some(object(vec![
-                ("name", error_name.into()),
-                ("code", error_code.into()),
-            ])),
-            meta: None,
-        };
-        let intent = match call.call_seq {
-            Some(call_seq) => SurfaceIntent::append_citing(vec![call_seq]),
-            None => SurfaceIntent::append(),
-        };
-        let mut candidate = Candidate::surface(payload, intent);
-        set_position(&mut candidate, &turn, Some(&call.step));
-        closers.candidates.push(candidate);
     }
-    if let Some(step) = open_step {
-        let mut candidate = Candidate::log_only(crate::payload::StepEnd { turn: 0, step: 0 });
-        set_position(&mut candidate, &turn, Some(&step));
-        closers.candidates.push(candidate);
+}
+
+/// Crash repair over *stored* v0/v1 rows, as upstream 0.1.0-rc.8's persistence coordinator
+/// runs it before any envelope check (docs/v0-rules.md, restore step R5): rows are read the
+/// way JavaScript reads them, so a `null` or missing bracket payload fails with upstream's
+/// `TypeError` text ([`Rule::InternalTypeError`]), and any call id registers.
+///
+/// Feed every row in order with [`StoredTurnScan::observe`]; [`StoredTurnScan::closer_rows`]
+/// then gives the closers as stored rows (`{type, seq, time, data, sourceEventSeqs?,
+/// surfaceOp?}`), numbered after the last row and carrying its time. The scan keeps only the
+/// open turn, step and pending calls, so it streams.
+pub struct StoredTurnScan {
+    scan: TurnScan,
+    /// The last row's seq and time as written.
+    last: Option<(Option<Value>, Option<Value>)>,
+    n_rows: u64,
+}
+
+impl Default for StoredTurnScan {
+    fn default() -> Self {
+        StoredTurnScan {
+            scan: TurnScan::new(ScanMode::Upstream),
+            last: None,
+            n_rows: 0,
+        }
     }
-    let mut turn_end = Candidate::log_only(crate::payload::TurnEnd {
-        turn: 0,
-        reason: object(vec![("kind", cause.as_str().into())]),
-    });
-    set_position(&mut turn_end, &turn, None);
-    closers.candidates.push(turn_end);
-    closers
+}
+
+impl StoredTurnScan {
+    /// A scan before any row.
+    pub fn new() -> StoredTurnScan {
+        StoredTurnScan::default()
+    }
+
+    /// Reads the next stored row (an event object after the legacy upgrades).
+    pub fn observe(&mut self, row: &Value) -> Result<(), AcceptError> {
+        self.n_rows += 1;
+        self.last = Some((row.get("seq").cloned(), row.get("time").cloned()));
+        let Some(tag) = row.get("type").and_then(Value::as_str) else {
+            return Ok(());
+        };
+        let seq = row
+            .get("seq")
+            .and_then(crate::json::js_non_negative_safe_integer)
+            .and_then(|seq| Seq::new(seq).ok());
+        self.scan
+            .observe(&EventType::parse(tag), seq, row.get("data"))
+    }
+
+    /// The closers for a turn left open, as stored rows; empty when none is open.
+    pub fn closer_rows(self, cause: CloseCause) -> Vec<Value> {
+        let Some((last_seq, last_time)) = self.last else {
+            return Vec::new();
+        };
+        let first = last_seq
+            .as_ref()
+            .and_then(crate::json::js_non_negative_safe_integer)
+            .map_or(self.n_rows, |seq| seq + 1);
+        let Ok(first_seq) = Seq::new(first) else {
+            return Vec::new();
+        };
+        self.scan
+            .closers(first_seq, cause)
+            .into_iter()
+            .zip(first..)
+            .map(|(candidate, seq)| candidate.into_row(seq, last_time.clone()))
+            .collect()
+    }
 }
 
 /// Copies the open turn (and, when given, step) verbatim into a closer's

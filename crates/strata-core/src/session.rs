@@ -276,9 +276,11 @@ impl Session {
                 (_, marker) => marker.unwrap_or(0),
             }
         } else {
-            session.header.seed_length().unwrap_or(0)
+            // A v0/v1 `seedLength` is only type-checked, never compared with the log
+            // (docs/v0-rules.md, "seedLength"); the count cannot exceed the log.
+            session.header.seed_length().unwrap_or(0).min(log_len)
         };
-        if count > log_len {
+        if count > log_len && session.generation.checks_inherited_count() {
             return Err(seed_error(
                 "session inherited event count exceeds its event log",
             ));
@@ -778,7 +780,7 @@ pub fn fold_window(
                 expected_seq,
                 index: offset as u64,
             };
-            match crate::accept::decode_envelope(raw) {
+            match crate::accept::decode_envelope(raw, generation) {
                 Some(envelope) => accept_envelope(&context, envelope)?,
                 None => {
                     return Err(AcceptError::new(

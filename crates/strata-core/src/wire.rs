@@ -32,6 +32,8 @@ pub struct RawEvent {
     pub(crate) order: Option<KeyOrder>,
     /// The row was not a JSON object, or had a key outside the envelope.
     pub(crate) malformed: bool,
+    /// The row was JSON `null` (v0 readers fail on it differently from other non-objects).
+    pub(crate) null_row: bool,
 }
 
 impl RawEvent {
@@ -40,6 +42,7 @@ impl RawEvent {
         let Value::Object(map) = value else {
             return RawEvent {
                 malformed: true,
+                null_row: value.is_null(),
                 ..RawEvent::default()
             };
         };
@@ -92,6 +95,7 @@ impl RawEvent {
             ignorable: event.ignorable.then_some(Value::Bool(true)),
             order: Some(event.order),
             malformed: false,
+            null_row: false,
         }
     }
 
@@ -157,6 +161,33 @@ impl RawEvent {
     /// The `time` as a safe integer, when it is one.
     pub fn time_number(&self) -> Option<i64> {
         self.time.as_ref().and_then(Scalar::safe_integer)
+    }
+
+    /// The `seq` as `generation` reads it: v0/v1 judge it as a double with `x >= 0`, so `-0`
+    /// is the seq 0 (docs/v0-rules.md, "Numbers"); later generations refuse `-0`.
+    pub(crate) fn seq_for(&self, generation: Generation) -> Option<u64> {
+        let scalar = self.seq.as_ref()?;
+        let seq = if generation.negative_zero_is_a_seq() {
+            scalar.js_safe_integer()
+        } else {
+            scalar.safe_integer()
+        };
+        seq.and_then(|seq| u64::try_from(seq).ok())
+    }
+
+    /// The `time` as `generation` reads it (see [`RawEvent::seq_for`]).
+    pub(crate) fn time_for(&self, generation: Generation) -> Option<i64> {
+        let scalar = self.time.as_ref()?;
+        if generation.negative_zero_is_a_seq() {
+            scalar.js_safe_integer()
+        } else {
+            scalar.safe_integer()
+        }
+    }
+
+    /// Whether the row was JSON `null`.
+    pub fn is_null_row(&self) -> bool {
+        self.null_row
     }
 
     /// The `data` value (parsed from stored text when needed).
@@ -359,7 +390,10 @@ impl<'de> Visitor<'de> for RawEventVisitor {
         Ok(not_an_object())
     }
     fn visit_unit<E: de::Error>(self) -> Result<RawEvent, E> {
-        Ok(not_an_object())
+        Ok(RawEvent {
+            null_row: true,
+            ..not_an_object()
+        })
     }
     fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<RawEvent, A::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
@@ -435,6 +469,19 @@ impl Scalar {
                 }
             }
             Scalar::Other(value) => value.clone(),
+        }
+    }
+
+    /// `Number.isSafeInteger` exactly (`-0` passes, as the integer 0).
+    pub(crate) fn js_safe_integer(&self) -> Option<i64> {
+        match self {
+            Scalar::Number(number) => {
+                let number = *number;
+                let integral = number.is_finite() && number.fract() == 0.0;
+                let safe = number.abs() <= crate::seq::MAX_SAFE_INTEGER as f64;
+                (integral && safe).then_some(number as i64)
+            }
+            Scalar::Other(_) => None,
         }
     }
 

@@ -13,6 +13,7 @@ pub(crate) use js::{js_seq, js_time};
 pub use normalize::{RefusalScan, Upgrader};
 pub use reader::{sniff, LegacyReader, LogRecord};
 pub use rejection::{ErrorClass, LegacyRule, Rejection, RuleId, Wrapping};
+pub use restore::{restore_v0, seed_v0, Restored};
 pub use rows::{decode_row, expand_record, pack_records, PackedRow, RowError, RowKind, MIN_RUN};
 pub use zstd_source::ZstdSource;
 
@@ -24,5 +25,6 @@ mod js;
 mod normalize;
 mod reader;
 mod rejection;
+mod restore;
 mod rows;
 mod zstd_source;

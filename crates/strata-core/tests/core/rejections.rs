@@ -21,6 +21,7 @@ const OLDER_GENERATIONS_ONLY: &[Rule] = &[
     Rule::EmptySourceOnNonAssistant,
     Rule::LegacyHeaderDelta,
     Rule::LegacyFallbackReason,
+    Rule::InternalTypeError,
 ];
 
 /// Rules the core declares for its callers but never raises: the vocabulary
@@ -234,7 +235,7 @@ fn rejections_older_generation_rules_fire_in_v0() {
         (delta.rule, delta.message.as_str()),
         (
             Rule::LegacyHeaderDelta,
-            "seed request/header-delta at index 0 uses unsupported legacy request/header-delta format"
+            "seed event at index 0 uses unsupported legacy request/header-delta format"
         )
     );
     let fallback = v0_restore(&[json!({"type": "request/header", "seq": 0, "time": 0,
@@ -243,7 +244,106 @@ fn rejections_older_generation_rules_fire_in_v0() {
         (fallback.rule, fallback.message.as_str()),
         (
             Rule::LegacyFallbackReason,
-            "seed request/header at index 0 uses unsupported legacy request/header reason \"fallback\""
+            "seed event at index 0 uses unsupported legacy request/header reason \"fallback\""
         )
+    );
+    // A `null` row fails the way upstream's JavaScript does (fixtures/v0 env-row-null).
+    let null_row = v0_restore(&[Value::Null]);
+    assert_eq!(
+        (null_row.rule, null_row.index, null_row.message.as_str()),
+        (
+            Rule::InternalTypeError,
+            None,
+            "Cannot read properties of null (reading 'type')"
+        )
+    );
+}
+
+fn v0_accepts(rows: &[Value]) -> Session {
+    let header = SessionHeader::from_value(
+        json!({"version": 0, "id": "old", "createdAt": 0}),
+        Generation::V0,
+    )
+    .unwrap();
+    Session::restore(
+        header,
+        rows.iter().cloned().map(RawEvent::from_value),
+        SeedOptions::default(),
+    )
+    .unwrap()
+}
+
+// v0 checks one event in upstream rc.8's order (docs/v0-rules.md, "Path --seed"): shapes
+// before contiguity, the replace range before the source list; V3 keeps §5.2's order.
+#[test]
+fn rejections_v0_check_order_differs_from_v3() {
+    let no_id = json!({"type": "user/message", "seq": 3, "time": 0, "data": {"role": "user"},
+        "surfaceOp": "append"});
+    let shape_first = v0_restore(&[no_id]);
+    assert_eq!(
+        (shape_first.rule, shape_first.message.as_str()),
+        (
+            Rule::MessageNoId,
+            "seed user/message at index 0 lacks an identified message"
+        )
+    );
+    let user = |seq: u64| {
+        json!({"type": "user/message", "seq": seq, "time": 0, "surfaceOp": "append",
+            "data": {"id": format!("m{seq}"), "role": "user", "source": {"kind": "user"}, "content": []}})
+    };
+    let mut replace = user(2);
+    replace["surfaceOp"] = json!({"op": "replace", "start": 9, "end": 9});
+    replace["sourceEventSeqs"] = json!([0, 0]);
+    let range_first = v0_restore(&[user(0), user(1), replace]);
+    assert_eq!(
+        (range_first.rule, range_first.message.as_str()),
+        (
+            Rule::ReplaceStartNotFound,
+            "invalid seed event at index 2: surface replace: start seq 9 not found in surface"
+        )
+    );
+}
+
+// v0 reads numbers as upstream's doubles: `-0` is a seq (and a duplicate of 0), `1.0` an
+// integer; an unknown ignorable type may not carry surface metadata; `seedLength` is only
+// type-checked (fixtures/v0 env-negative-zero-ok, src-duplicate-negzero,
+// sf-unknown-ignorable-with-surfaceop, hdr-seedlength-unchecked-ok).
+#[test]
+fn rejections_v0_number_and_metadata_semantics() {
+    let rows: Vec<Value> = [
+        r#"{"type":"turn/start","seq":-0,"time":-0,"data":{"turn":1}}"#,
+        r#"{"type":"user/message","seq":1.0,"time":1e3,"data":{"id":"u","role":"user","source":{"kind":"user"},"content":[]},"surfaceOp":"append","sourceEventSeqs":[-0]}"#,
+    ]
+    .iter()
+    .map(|line| serde_json::from_str(line).unwrap())
+    .collect();
+    let session = v0_accepts(&rows);
+    assert_eq!(
+        session.surface().nodes(),
+        [strata_core::Seq::new(1).unwrap()]
+    );
+    let mut duplicate = rows[1].clone();
+    duplicate["seq"] = json!(2);
+    duplicate["sourceEventSeqs"] = serde_json::from_str("[0,-0]").unwrap();
+    let error = v0_restore(&[rows[0].clone(), rows[1].clone(), duplicate]);
+    assert_eq!(error.rule, Rule::SourceDuplicate);
+    let opaque = json!({"type": "x/unknown", "seq": 0, "time": 0, "data": null,
+        "ignorable": true, "surfaceOp": "append"});
+    assert_eq!(v0_restore(&[opaque]).rule, Rule::SurfaceOpOnNonSurface);
+    let seeded = SessionHeader::from_value(
+        json!({"version": 0, "id": "old", "createdAt": 0, "seedLength": 99}),
+        Generation::V0,
+    )
+    .unwrap();
+    let restored = Session::restore(seeded, Vec::new(), SeedOptions::default()).unwrap();
+    assert_eq!(restored.inherited_count(), 0);
+    let relative = SessionHeader::from_value(
+        json!({"version": 0, "id": "old", "createdAt": 0, "cwd": "rel"}),
+        Generation::V0,
+    )
+    .unwrap_err();
+    assert_eq!(
+        relative.message,
+        "session header cwd must be an absolute path, got \"rel\""
     );
 }

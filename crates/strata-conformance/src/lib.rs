@@ -1,0 +1,33 @@
+//! strata-conformance: differential tests of strata's v0 reading path against upstream.
+//!
+//! The reference is upstream's own implementation, `@deepseek-ai/dsh-session@0.1.0-rc.8`, driven
+//! by the oracle in `../shared/oracle` (see its README). This crate holds the comparison: given
+//! a v0 log, it runs strata's two v0 entry points (`--seed`, `--restore`), and checks them
+//! against the oracle's JSON answer for the same log — accept or reject, the first failing
+//! index or seq, the rule id and upstream's message; for accepted logs the surface seqs, the
+//! derived messages, the event counts and the crash-repair closers. Two test binaries use it:
+//! `tests/fixtures.rs` (the recorded oracle answers in `fixtures/v0/rules`, no Node needed) and
+//! `tests/differential.rs` (generated logs against a live oracle; skipped loudly when Node or
+//! the oracle is missing, unless `STRATA_REQUIRE_ORACLE=1`).
+//!
+//! It is a test crate: it never writes logs and is left out of the workspace's default members
+//! so that a plain `cargo test` stays fast; `cargo test --workspace` (CI) runs it. It sits
+//! above strata-store (cli → … → store → core) and is depended on by nothing. See
+//! ARCHITECTURE.md at the repository root.
+//!
+//! ```
+//! use serde_json::json;
+//! use strata_conformance::{compare, run_strata, Mode};
+//!
+//! let log = b"{\"type\":\"turn/start\",\"seq\":0,\"time\":1,\"data\":{\"turn\":1}}\n";
+//! let outcome = run_strata(log, Mode::Seed);
+//! let oracle = json!({"ok": true, "mode": "seed", "surface": [], "messages": [],
+//!     "eventCount": 1, "sessionEventCount": 2, "endSeedAppended": true, "firstLiveSeq": 1,
+//!     "replaceGeneration": 0});
+//! assert_eq!(compare(&oracle, &outcome), Vec::<String>::new());
+//! ```
+#![deny(missing_docs)]
+
+pub use compare::{compare, run_strata, Failure, Mode, Outcome, Summary, ORACLE_TIME};
+
+mod compare;
