@@ -362,6 +362,14 @@ pub(crate) fn accept_existing(
         },
         Path::Append | Path::Fold | Path::Adopt => error,
     };
+    if already_checked {
+        // Every event-local rule (data, shape, surface rules 2–4) reads the
+        // event alone and passed under this generation when it was accepted:
+        // only the rules relating it to this log are left.
+        return plan_relational(context, event)
+            .map_err(wrap)
+            .map_err(locate);
+    }
     let meta = match &event.meta {
         SurfaceMeta::LogOnly => MetaInput::None,
         SurfaceMeta::Surface { op, sources } => MetaInput::Accepted {

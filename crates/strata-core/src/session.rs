@@ -347,7 +347,9 @@ impl Session {
         &mut self,
         events: impl IntoIterator<Item = Arc<Event>>,
     ) -> Result<(), AcceptError> {
-        for (index, event) in events.into_iter().enumerate() {
+        let events = events.into_iter();
+        self.events.reserve(events.size_hint().0);
+        for (index, event) in events.enumerate() {
             let plan = {
                 let lookup = Window {
                     base: Seq::ZERO,
