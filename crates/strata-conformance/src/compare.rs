@@ -11,28 +11,30 @@ use serde_json::{json, Value};
 use strata_core::json::json_equal;
 use strata_core::{Generation, SeedOptions};
 use strata_store::legacy::{
-    hydrate_fixture, restore_v0, seed_v0, FixtureError, FixtureOptions, Rejection, Restored,
-    Wrapping,
+    hydrate_fixture, restore_v0, seed_v0, FixtureError, FixtureOptions, Rejection, SessionSink,
+    VerifierSink, Wrapping,
 };
 
 /// The oracle's `--time`, used by the recorded fixtures and the differential runs.
 pub const ORACLE_TIME: i64 = 1_700_000_000_000;
 
-/// Which upstream entry point.
+/// Which upstream entry point (and, for restore, which strata sink ran the seed path).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     /// `Session.fromRestore` (`--seed`).
     Seed,
-    /// The persistence coordinator's restore (`--restore`).
+    /// The persistence coordinator's restore (`--restore`), into a session.
     Restore,
+    /// The same restore, streamed through the verifier that keeps only the surface.
+    RestoreStreaming,
 }
 
 impl Mode {
-    /// The oracle's mode name.
+    /// The oracle's mode name (both restore sinks answer the oracle's `--restore`).
     pub fn name(self) -> &'static str {
         match self {
             Mode::Seed => "seed",
-            Mode::Restore => "restore",
+            Mode::Restore | Mode::RestoreStreaming => "restore",
         }
     }
 }
@@ -117,26 +119,48 @@ pub fn run_strata(log: &[u8], mode: Mode) -> Outcome {
         .unwrap_or_default()
         .to_owned();
     let n_events = fixture.events.len();
-    let events: Vec<Value> = fixture
-        .events
-        .into_iter()
-        .map(|record| record.event)
-        .collect();
+    let header = fixture.header;
     let options = SeedOptions::default();
     let result = match mode {
-        Mode::Seed => seed_v0(Generation::V0, &fixture.header, events, options),
-        Mode::Restore => restore_v0(Generation::V0, &fixture.header, events, options),
+        Mode::Seed => {
+            let events = fixture
+                .events
+                .into_iter()
+                .map(|record| record.event)
+                .collect();
+            seed_v0(Generation::V0, &header, events, options)
+                .map(|restored| summarize_session(&restored.outcome, restored.repair_closers))
+        }
+        Mode::Restore => restore_v0(Generation::V0, &header, fixture.events, |header| {
+            SessionSink::new(header, options)
+        })
+        .map(|restored| summarize_session(&restored.outcome, restored.repair_closers)),
+        Mode::RestoreStreaming => {
+            restore_v0(Generation::V0, &header, fixture.events, VerifierSink::new).map(|restored| {
+                let verified = restored.outcome;
+                Summary {
+                    surface: verified.surface.iter().map(|seq| seq.get()).collect(),
+                    messages: verified.message_values(),
+                    session_event_count: verified.n_session_events,
+                    first_live_seq: verified.n_events,
+                    replace_generation: verified.replace_generation,
+                    repair_closers: restored.repair_closers,
+                }
+            })
+        }
     };
     Outcome {
         mode,
         session_id,
         n_events,
-        result: result.map(summarize).map_err(Failure::Rejected),
+        result: result.map_err(Failure::Rejected),
     }
 }
 
-fn summarize(restored: Restored) -> Summary {
-    let session = &restored.session;
+fn summarize_session(
+    session: &strata_core::Session,
+    repair_closers: Vec<(String, u64)>,
+) -> Summary {
     Summary {
         surface: session
             .surface()
@@ -152,7 +176,7 @@ fn summarize(restored: Restored) -> Summary {
         session_event_count: session.len() as u64,
         first_live_seq: session.first_live_seq(),
         replace_generation: session.surface().replace_generation(),
-        repair_closers: restored.repair_closers,
+        repair_closers,
     }
 }
 
@@ -194,7 +218,7 @@ pub fn compare(oracle: &Value, outcome: &Outcome) -> Vec<String> {
                 &oracle["replaceGeneration"],
                 &json!(summary.replace_generation),
             );
-            if outcome.mode == Mode::Restore {
+            if outcome.mode != Mode::Seed {
                 let closers: Vec<Value> = summary
                     .repair_closers
                     .iter()
@@ -212,7 +236,7 @@ pub fn compare(oracle: &Value, outcome: &Outcome) -> Vec<String> {
             match failure {
                 Failure::Rejected(rejection) => {
                     let (message, cause) = match (outcome.mode, rejection.wrapping) {
-                        (Mode::Restore, Wrapping::Corruption) => (
+                        (Mode::Restore | Mode::RestoreStreaming, Wrapping::Corruption) => (
                             rejection.restore_message(&outcome.session_id),
                             Some(rejection.message.clone()),
                         ),

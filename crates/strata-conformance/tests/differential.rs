@@ -80,7 +80,7 @@ fn main() -> ExitCode {
                 if let Ok(mut results) = results.lock() {
                     match outcome {
                         Ok(failures) => {
-                            results.0 += 2 - failures.len();
+                            results.0 += 3 - failures.len();
                             results.1.extend(failures);
                         }
                         Err(error) => results.1.push(format!("{}: {error}", case.name)),
@@ -296,7 +296,7 @@ fn run_case(
     }
     let bytes = fs::read(&log).map_err(|error| error.to_string())?;
     let mut failures = Vec::new();
-    for mode in [Mode::Seed, Mode::Restore] {
+    for mode in [Mode::Seed, Mode::Restore, Mode::RestoreStreaming] {
         let answer = dir.join(format!("{}.json", mode.name()));
         if !answer.exists() {
             let output = Command::new("node")

@@ -20,7 +20,7 @@ fn every_v0_rule_case_agrees_with_the_recorded_oracle() {
         let expected: Value =
             serde_json::from_slice(&fs::read(dir.join(format!("{name}.expected.json"))).unwrap())
                 .unwrap();
-        for mode in [Mode::Seed, Mode::Restore] {
+        for mode in [Mode::Seed, Mode::Restore, Mode::RestoreStreaming] {
             let outcome = run_strata(&log, mode);
             let differences = compare(&expected[mode.name()], &outcome);
             if differences.is_empty() {
@@ -39,5 +39,5 @@ fn every_v0_rule_case_agrees_with_the_recorded_oracle() {
         "{} of the v0 rule cases disagree",
         failures.len()
     );
-    assert_eq!(n_passed, 2 * 219);
+    assert_eq!(n_passed, 3 * 219);
 }

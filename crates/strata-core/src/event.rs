@@ -297,6 +297,13 @@ impl PartialEq for Event {
 }
 
 impl Event {
+    /// Whether this is a tagged `session/end-seed {inherited: true}`: the marker whose seq is
+    /// a V2+ log's inherited event count (§9.1).
+    pub fn is_inherited_marker(&self) -> bool {
+        self.event_type == EventType::SessionEndSeed
+            && self.data().get("inherited") == Some(&Value::Bool(true))
+    }
+
     /// The type tag.
     pub fn event_type(&self) -> &EventType {
         &self.event_type

@@ -229,6 +229,35 @@ impl SessionHeader {
         }
     }
 
+    /// The inherited event count of a restored log of `log_len` events (§9.1 step 5): the seq
+    /// of the last tagged end-seed marker `last_inherited_marker` (V2+, required exactly when
+    /// the header says `isSeeded`), or a v0/v1 `seedLength`, which is only type-checked and
+    /// never compared with the log (docs/v0-rules.md, "seedLength").
+    pub fn inherited_count(
+        &self,
+        last_inherited_marker: Option<u64>,
+        log_len: u64,
+    ) -> Result<u64, AcceptError> {
+        let mismatch = |message: &str| Err(AcceptError::new(Rule::SeedMismatch, message));
+        let count = if self.generation >= Generation::V2 {
+            match (self.is_seeded(), last_inherited_marker) {
+                (true, None) => {
+                    return mismatch("seeded session requires an inherited event count")
+                }
+                (false, Some(_)) => {
+                    return mismatch("unseeded session inherited event count must be 0")
+                }
+                (_, marker) => marker.unwrap_or(0),
+            }
+        } else {
+            self.seed_length().unwrap_or(0).min(log_len)
+        };
+        if count > log_len && self.generation.checks_inherited_count() {
+            return mismatch("session inherited event count exceeds its event log");
+        }
+        Ok(count)
+    }
+
     /// The v0/v1 numeric inherited cut.
     pub fn seed_length(&self) -> Option<u64> {
         self.fields

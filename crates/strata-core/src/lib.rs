@@ -43,6 +43,7 @@ pub use session::{
     fold_surface, fold_window, AppendPlan, BatchMark, Fold, SeedOptions, Session, StalePlanError,
 };
 pub use surface::{Replacement, SurfaceState};
+pub use verify::{Verified, Verifier};
 pub use wire::RawEvent;
 
 /// The README's Rust examples, compiled and run as doctests.
@@ -69,5 +70,6 @@ mod rule;
 mod seq;
 mod session;
 mod surface;
+mod verify;
 mod view;
 mod wire;

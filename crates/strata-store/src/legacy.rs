@@ -13,7 +13,9 @@ pub(crate) use js::{js_seq, js_time};
 pub use normalize::{RefusalScan, Upgrader};
 pub use reader::{sniff, LegacyReader, LogRecord};
 pub use rejection::{ErrorClass, LegacyRule, Rejection, RuleId, Wrapping};
-pub use restore::{restore_v0, seed_v0, Restored};
+pub use restore::{
+    restore_v0, restore_v2, seed_v0, RestoreSink, Restored, SessionSink, VerifierSink,
+};
 pub use rows::{decode_row, expand_record, pack_records, PackedRow, RowError, RowKind, MIN_RUN};
 pub use zstd_source::ZstdSource;
 

@@ -13,7 +13,7 @@ pub use stream::{embeddable, encode_stream};
 pub use v0_v1::V0ToV1;
 pub use v1_v2::V1ToV2;
 pub use v2_v3::{V2ToV3, LOOKAHEAD_LIMIT, SYSTEM_PROMPT_PLUGIN};
-pub use verify::{validate_source, verify_target, Verified};
+pub use verify::{validate_source, verify_target, Checked};
 
 mod chain;
 mod error;

@@ -1,5 +1,5 @@
-//! The two v0 entry points upstream 0.1.0-rc.8 offers, reproduced step by step
-//! (docs/v0-rules.md, "Path --seed" and "Path --restore").
+//! The entry points through which older generations are validated, reproduced step by step
+//! from upstream 0.1.0-rc.8 (docs/v0-rules.md, "Path --seed" and "Path --restore").
 //!
 //! - [`seed_v0`] is `Session.fromRestore(id, events, header)`: the header rules, then every
 //!   event through the core's seed path under the generation's rules, then the end-seed marker.
@@ -8,26 +8,122 @@
 //!   event, R4 the vocabulary, R5 crash-repair closers for an open last turn, R6 the seed path
 //!   over the log plus closers, R7 the closers re-checked as stored events. Failures in R2–R7
 //!   are wrapped (`stored session "<id>" failed validation: …`), see [`Rejection`].
+//! - [`restore_v2`] is a v2 log's restore: the v2 vocabulary, then the seed path.
 //!
-//! Both return the accepted [`Session`] in the log's own generation and numbering, so its
-//! surface seqs and derived messages are v0-native and compare directly with upstream's.
+//! The restore paths stream: each row is read once, every step keeps only its own state, and
+//! the seed path (R6) goes to a [`RestoreSink`] — a [`SessionSink`] builds the session (for
+//! commands that show it), a [`VerifierSink`] keeps only the surface (for logs larger than
+//! memory). Because every step before R6 outranks it, R6's first failure is reported only when
+//! the whole log passed R2–R5, so both sinks give the same verdict. Sessions are in the log's
+//! own generation and numbering: surface seqs and derived messages are v0-native.
 
 use serde_json::{Map, Value};
 use strata_core::{
     check_stored_message, CloseCause, EventType, Generation, RawEvent, SeedOptions, Session,
-    SessionHeader, StoredTurnScan,
+    SessionHeader, StoredTurnScan, Verified, Verifier,
 };
 
 use super::js;
 use super::normalize::{RefusalScan, Upgrader};
+use super::reader::LogRecord;
 use super::rejection::{LegacyRule, Rejection};
 
-/// A log accepted by a v0 entry point.
-pub struct Restored {
-    /// The session, with the constructor's end-seed marker (and any repair closers).
-    pub session: Session,
+/// A log accepted by an entry point.
+pub struct Restored<T> {
+    /// What the sink produced (a session, or a verified summary).
+    pub outcome: T,
     /// The crash-repair closers the restore path appended, as `(type, seq)`.
     pub repair_closers: Vec<(String, u64)>,
+}
+
+/// Where the seed path (R6) of a restore sends the log's rows, in order.
+pub trait RestoreSink {
+    /// What a successful restore produces.
+    type Output;
+
+    /// The next row (`line` is its physical line, `None` for a closer). A failure is kept
+    /// and reported by [`RestoreSink::finish`], which a restore calls only when every earlier
+    /// step passed.
+    fn push(&mut self, line: Option<u64>, row: RawEvent);
+
+    /// The seed path's verdict on everything pushed.
+    fn finish(self) -> Result<Self::Output, Rejection>;
+}
+
+/// Restores into a [`Session`] (holding the log).
+pub struct SessionSink {
+    header: SessionHeader,
+    rows: Vec<RawEvent>,
+    lines: Vec<Option<u64>>,
+    options: SeedOptions,
+}
+
+impl SessionSink {
+    /// A sink for a log with `header`.
+    pub fn new(header: SessionHeader, options: SeedOptions) -> SessionSink {
+        SessionSink {
+            header,
+            rows: Vec::new(),
+            lines: Vec::new(),
+            options,
+        }
+    }
+}
+
+impl RestoreSink for SessionSink {
+    type Output = Session;
+
+    fn push(&mut self, line: Option<u64>, row: RawEvent) {
+        self.rows.push(row);
+        self.lines.push(line);
+    }
+
+    fn finish(self) -> Result<Session, Rejection> {
+        let lines = self.lines;
+        Session::restore(self.header, self.rows, self.options).map_err(|error| {
+            let line = error
+                .index
+                .and_then(|index| lines.get(usize::try_from(index).ok()?).copied().flatten());
+            Rejection::from_accept(&error).at_line(line)
+        })
+    }
+}
+
+/// Verifies row by row with the core's [`Verifier`], holding only the surface.
+pub struct VerifierSink {
+    verifier: Verifier,
+    failure: Option<Rejection>,
+}
+
+impl VerifierSink {
+    /// A sink for a log with `header`.
+    pub fn new(header: SessionHeader) -> VerifierSink {
+        VerifierSink {
+            verifier: Verifier::new(header),
+            failure: None,
+        }
+    }
+}
+
+impl RestoreSink for VerifierSink {
+    type Output = Verified;
+
+    fn push(&mut self, line: Option<u64>, row: RawEvent) {
+        if self.failure.is_none() {
+            if let Err(error) = self.verifier.push(row) {
+                self.failure = Some(Rejection::from_accept(&error).at_line(line));
+            }
+        }
+    }
+
+    fn finish(self) -> Result<Verified, Rejection> {
+        if let Some(failure) = self.failure {
+            return Err(failure);
+        }
+        self.verifier
+            .finish()
+            .map_err(|error| Rejection::from_accept(&error))
+    }
 }
 
 /// `Session.fromRestore` under `generation`'s rules (v0 or v1): the oracle's `--seed`.
@@ -36,59 +132,83 @@ pub fn seed_v0(
     header: &Map<String, Value>,
     events: Vec<Value>,
     options: SeedOptions,
-) -> Result<Restored, Rejection> {
+) -> Result<Restored<Session>, Rejection> {
     let header = SessionHeader::from_value(Value::Object(header.clone()), generation)
         .map_err(|error| Rejection::from_accept(&error))?;
     let rows = events.into_iter().map(RawEvent::from_value);
     let session =
         Session::restore(header, rows, options).map_err(|error| Rejection::from_accept(&error))?;
     Ok(Restored {
-        session,
+        outcome: session,
         repair_closers: Vec::new(),
     })
 }
 
-/// The persistence coordinator's restore under `generation`'s rules: the oracle's `--restore`.
-pub fn restore_v0(
+/// The persistence coordinator's restore under `generation`'s rules (v0 or v1): the oracle's
+/// `--restore`. `sink` receives the validated header and then the seed path's rows.
+pub fn restore_v0<S: RestoreSink>(
     generation: Generation,
     header: &Map<String, Value>,
-    mut events: Vec<Value>,
-    options: SeedOptions,
-) -> Result<Restored, Rejection> {
+    records: impl IntoIterator<Item = LogRecord>,
+    sink: impl FnOnce(SessionHeader) -> S,
+) -> Result<Restored<S::Output>, Rejection> {
     let id = js::display(header.get("id"));
     check_version(generation, header, &id)?;
-    // R2: three whole-log scans.
-    let mut scan = RefusalScan::default();
-    for event in &events {
-        scan.observe(&id, event);
-        if scan.decided() {
-            break;
+    // R6 starts with the header rules; their verdict waits for R2–R5.
+    let mut sink = SessionHeader::from_value(Value::Object(header.clone()), generation)
+        .map(sink)
+        .map_err(|error| Rejection::from_accept(&error));
+    let mut refusals = RefusalScan::default();
+    let mut upgrader = Upgrader::new(&id);
+    let mut turns = StoredTurnScan::new();
+    // Each step's first failure; a step runs over the whole log before the next one starts,
+    // so an earlier step's failure anywhere outranks a later step's.
+    let (mut upgrades, mut vocabulary, mut repair) = (None, None, None);
+    for LogRecord { line, mut event } in records {
+        refusals.observe(&id, &event);
+        if upgrades.is_none() {
+            let upgraded = upgrader
+                .upgrade(&mut event)
+                .and_then(|()| check_message(generation, &event));
+            if let Err(rejection) = upgraded {
+                upgrades = Some(rejection.at_line(Some(line)));
+            }
+        }
+        if upgrades.is_some() {
+            continue;
+        }
+        if vocabulary.is_none() {
+            if let Err(rejection) = check_vocabulary(generation, &id, &event) {
+                vocabulary = Some(rejection.at_line(Some(line)));
+            }
+        }
+        if vocabulary.is_some() {
+            continue;
+        }
+        if repair.is_none() {
+            if let Err(error) = turns.observe(&event) {
+                repair = Some(Rejection::type_error(&error.message).at_line(Some(line)));
+            }
+        }
+        if repair.is_some() {
+            continue;
+        }
+        if let Ok(sink) = &mut sink {
+            sink.push(Some(line), RawEvent::from_value(event));
         }
     }
-    if let Some(refusal) = scan.verdict() {
+    if let Some(refusal) = refusals.verdict() {
         return Err(refusal.clone());
     }
-    // R3: upgrades and message shapes, event by event.
-    let mut upgrader = Upgrader::new(&id);
-    for event in &mut events {
-        upgrader.upgrade(event)?;
-        check_message(generation, event)?;
+    if let Some(failure) = upgrades.or(vocabulary).or(repair) {
+        return Err(failure);
     }
-    // R4: the vocabulary.
-    for event in &events {
-        check_vocabulary(generation, &id, event)?;
-    }
-    // R5: closers for a turn the log leaves open, themselves shape-checked.
-    let mut scan = StoredTurnScan::new();
-    for event in &events {
-        scan.observe(event)
-            .map_err(|error| Rejection::type_error(&error.message))?;
-    }
-    let closers = scan.closer_rows(CloseCause::Interrupted);
+    let mut closers = turns.closer_rows(CloseCause::Interrupted);
     for closer in &closers {
         check_message(generation, closer)?;
     }
-    let repair_closers: Vec<(String, u64)> = closers
+    let mut sink = sink?;
+    let repair_closers = closers
         .iter()
         .map(|closer| {
             (
@@ -97,22 +217,39 @@ pub fn restore_v0(
             )
         })
         .collect();
-    // R6: the seed path over the (upgraded) log and the closers.
-    let header_value = SessionHeader::from_value(Value::Object(header.clone()), generation)
-        .map_err(|error| Rejection::from_accept(&error))?;
-    let mut closer_rows = closers.clone();
-    events.extend(closers);
-    let rows = events.into_iter().map(RawEvent::from_value);
-    let session = Session::restore(header_value, rows, options)
-        .map_err(|error| Rejection::from_accept(&error))?;
+    for closer in &closers {
+        sink.push(None, RawEvent::from_value(closer.clone()));
+    }
+    let outcome = sink.finish()?;
     // R7: the committed closers are re-read as stored events; only their own upgrade checks
     // can fail now (a `turn/end` closing a turn numbered 0 or missing).
-    for closer in &mut closer_rows {
+    for closer in &mut closers {
         upgrader.upgrade(closer)?;
     }
     Ok(Restored {
-        session,
+        outcome,
         repair_closers,
+    })
+}
+
+/// A v2 log's restore: the v2 vocabulary (an unknown type must be `ignorable`), then the seed
+/// path under v2 rules.
+pub fn restore_v2<S: RestoreSink>(
+    header: &Map<String, Value>,
+    records: impl IntoIterator<Item = LogRecord>,
+    sink: impl FnOnce(SessionHeader) -> S,
+) -> Result<Restored<S::Output>, Rejection> {
+    let id = js::display(header.get("id"));
+    let header = SessionHeader::from_value(Value::Object(header.clone()), Generation::V2)
+        .map_err(|error| Rejection::from_accept(&error))?;
+    let mut sink = sink(header);
+    for LogRecord { line, event } in records {
+        check_vocabulary(Generation::V2, &id, &event).map_err(|r| r.at_line(Some(line)))?;
+        sink.push(Some(line), RawEvent::from_value(event));
+    }
+    Ok(Restored {
+        outcome: sink.finish()?,
+        repair_closers: Vec::new(),
     })
 }
 

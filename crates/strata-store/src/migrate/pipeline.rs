@@ -30,7 +30,7 @@ use strata_core::{Generation, SessionHeader};
 use super::chain::migrate_events;
 use super::error::MigrateError;
 use super::stage::{StageContext, Staged};
-use super::verify::{validate_source, verify_target, Verified};
+use super::verify::{validate_source, verify_target, Checked};
 use crate::codec::{encode_header_line, TornTail};
 use crate::layout::session_file_name;
 use crate::legacy::{sniff, LegacyReader, ReadError};
@@ -268,7 +268,7 @@ pub fn encode_v3_line(event: &Map<String, Value>, out: &mut Vec<u8>) {
 /// Checks that the V3 messages say what the source's did: the same messages in the same
 /// order once the system prompt messages are set aside. The one normalization allowed is the
 /// one the v2→v3 edge makes: a tool result recorded with `error` is marked `isError: true`.
-pub fn compare_messages(before: &Verified, after: &Verified) -> Result<(), String> {
+pub fn compare_messages(before: &Checked, after: &Checked) -> Result<(), String> {
     let after_messages: Vec<&Value> = after
         .messages
         .iter()

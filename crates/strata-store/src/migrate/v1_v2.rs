@@ -25,7 +25,7 @@ use super::error::MigrateError;
 use super::remap::{remap_references, SeqMap, Unmapped};
 use super::stage::{StageContext, StageItem, Staged};
 use super::stream::{embeddable, encode_stream};
-use crate::legacy::js_seq;
+use crate::legacy::{js_seq, js_time};
 
 const EDGE: &str = "v1→v2";
 
@@ -45,16 +45,20 @@ const ATTEMPT_BOUNDARIES: [&str; 7] = [
 pub fn header(v1: &Map<String, Value>) -> Map<String, Value> {
     let mut header = Map::new();
     header.insert("version".into(), Value::from(2));
-    for key in ["id", "createdAt"] {
-        header.insert(key.into(), v1.get(key).cloned().unwrap_or(Value::Null));
-    }
+    // v0 read header numbers as doubles (`-0`, `1e3`); v2 writes them as integers.
+    let number = |key: &str, default: Value| match v1.get(key) {
+        Some(value) => js_seq(value).map_or_else(|| value.clone(), Value::from),
+        None => default,
+    };
+    header.insert("id".into(), v1.get("id").cloned().unwrap_or(Value::Null));
+    header.insert("createdAt".into(), number("createdAt", Value::Null));
     header.insert(
         "isSeeded".into(),
         Value::Bool(v1.contains_key("seedLength")),
     );
     header.insert(
         "delegationDepth".into(),
-        v1.get("delegationDepth").cloned().unwrap_or(Value::from(0)),
+        number("delegationDepth", Value::from(0)),
     );
     for key in ["cwd", "parentSession", "origin", "agentPreset"] {
         if let Some(value) = v1.get(key) {
@@ -127,6 +131,10 @@ impl<I: Iterator<Item = StageItem>> V1ToV2<I> {
         staged
             .event
             .insert("seq".into(), Value::from(self.next_out));
+        // v0 accepted any spelling of an integral time (`1e3`, `-0.0`); v2+ write integers.
+        if let Some(time) = js_time(staged.event.get("time")) {
+            staged.event.insert("time".into(), Value::from(time));
+        }
         self.next_out += 1;
         self.out.push_back(staged);
         Ok(())
@@ -199,6 +207,35 @@ impl<I: Iterator<Item = StageItem>> V1ToV2<I> {
     }
 
     fn on_message(&mut self, mut staged: Staged) -> Result<(), MigrateError> {
+        // v2+ settlements carry turn and step as non-negative integers (session-core §4.5);
+        // v0 never checked them.
+        if let Some(Value::Object(data)) = staged.event.get_mut("data") {
+            for key in ["turn", "step"] {
+                match data.get(key).and_then(js_seq) {
+                    Some(number) => {
+                        data.insert(key.into(), Value::from(number));
+                    }
+                    None => {
+                        return Err(MigrateError::Unsupported {
+                            at: self.context.at(&staged),
+                            edge: EDGE,
+                            detail: format!(
+                                "assistant/message {key} is not a non-negative integer, which v2 settlements require"
+                            ),
+                        })
+                    }
+                }
+            }
+        }
+        if matches!(staged.event.get("surfaceOp"), Some(Value::Object(_))) {
+            return Err(MigrateError::Unsupported {
+                at: self.context.at(&staged),
+                edge: EDGE,
+                detail: "an assistant/message replace must cite what it shadows, and v2 forbids \
+                         sourceEventSeqs on assistant messages"
+                    .into(),
+            });
+        }
         let key = Self::step_key(&staged);
         let pending_key = self.pending.first().map(Self::step_key);
         let cited: Option<Vec<u64>> = match staged.event.get("sourceEventSeqs") {

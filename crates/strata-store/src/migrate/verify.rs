@@ -1,20 +1,21 @@
-//! The two validation passes of a migration: the source under its own generation's rules,
-//! and the written V3 log under V3 rules, each reduced to what the comparison needs (the
-//! derived messages as JSON).
+//! The two validation passes of a migration, both streaming: the source under its own
+//! generation's rules (v0/v1 exactly as upstream rc.8's restore path, v2 under v2 rules), and
+//! the written V3 log under V3 rules, each reduced to what the comparison needs (the derived
+//! messages as JSON). Both run through the core's `Verifier`, which keeps only the surface.
 
 use std::path::Path;
 
 use serde_json::Value;
-use strata_core::{Generation, RawEvent, SeedOptions, Session, SessionHeader};
+use strata_core::{Generation, SessionHeader, Verifier};
 
 use super::error::MigrateError;
 use super::pipeline::open_v3;
 use crate::codec::{JsonlReader, ReaderOptions, TornTail};
-use crate::legacy::{LegacyReader, Rejection};
+use crate::legacy::{restore_v0, restore_v2, LegacyReader, ReadError, Rejection, VerifierSink};
 
 /// A validated log, reduced to what a migration compares.
 #[derive(Clone, Debug, Default)]
-pub struct Verified {
+pub struct Checked {
     /// Events the log holds.
     pub n_events: u64,
     /// Its derived messages, as JSON.
@@ -23,47 +24,62 @@ pub struct Verified {
     pub torn_tail: Option<TornTail>,
 }
 
-/// Validates an older-generation source under its own rules.
-pub fn validate_source(path: &Path) -> Result<Verified, MigrateError> {
+/// Validates an older-generation source under its own rules, streaming.
+pub fn validate_source(path: &Path) -> Result<Checked, MigrateError> {
     let mut reader = LegacyReader::open(path)?;
     let generation = reader.generation();
     let file = reader.file().to_owned();
     let header = reader.header().clone();
-    let mut rows = Vec::new();
-    for item in reader.by_ref() {
-        let record = item?;
-        rows.push(RawEvent::from_value(record.event));
-    }
-    let torn_tail = reader.torn_tail();
-    let invalid = |error: &strata_core::AcceptError| MigrateError::InvalidSource {
-        file: file.clone(),
-        generation,
-        rejection: Box::new(Rejection::from_accept(error)),
+    // The reader's first error ends the record stream; it is reported as what it is.
+    let mut read_error: Option<ReadError> = None;
+    let records = std::iter::from_fn(|| match reader.next()? {
+        Ok(record) => Some(record),
+        Err(error) => {
+            read_error = Some(error);
+            None
+        }
+    });
+    let verdict = match generation {
+        Generation::V0 | Generation::V1 => {
+            restore_v0(generation, &header, records, VerifierSink::new)
+        }
+        Generation::V2 => restore_v2(&header, records, VerifierSink::new),
+        Generation::V3 => return Err(MigrateError::AlreadyNative { file }),
     };
-    let header = SessionHeader::from_value(Value::Object(header), generation)
-        .map_err(|error| invalid(&error))?;
-    let n_events = rows.len() as u64;
-    let session =
-        Session::restore(header, rows, SeedOptions::default()).map_err(|error| invalid(&error))?;
-    Ok(Verified {
-        n_events,
-        messages: session
-            .derive_messages()
-            .iter()
-            .map(|message| message.value().clone())
-            .collect(),
-        torn_tail,
+    if let Some(error) = read_error {
+        return Err(MigrateError::Read(error));
+    }
+    let restored = verdict.map_err(|rejection: Rejection| MigrateError::InvalidSource {
+        file,
+        generation,
+        rejection: Box::new(rejection),
+    })?;
+    // A log left open in a turn restores with crash-repair closers appended; the migration
+    // carries the log as stored (the V3 reader repairs it on open), so the messages compared
+    // are those of the stored events: the closers' tool results come last on the surface.
+    let n_closer_results = restored
+        .repair_closers
+        .iter()
+        .filter(|(kind, _)| kind == "tool/result")
+        .count();
+    let mut messages = restored.outcome.message_values();
+    messages.truncate(messages.len().saturating_sub(n_closer_results));
+    Ok(Checked {
+        n_events: restored.outcome.n_events - restored.repair_closers.len() as u64,
+        messages,
+        torn_tail: reader.torn_tail(),
     })
 }
 
-/// Re-reads a written V3 log with the native reader and validates it under V3 rules.
-pub fn verify_target(path: &Path, zstd: bool) -> Result<Verified, MigrateError> {
+/// Re-reads a written V3 log with the native reader and validates it under V3 rules,
+/// streaming.
+pub fn verify_target(path: &Path, zstd: bool) -> Result<Checked, MigrateError> {
     let verify_error = |detail: String| MigrateError::Verify {
         path: path.to_path_buf(),
         detail,
     };
     let source = open_v3(path, zstd)?;
-    let reader = JsonlReader::new(
+    let mut reader = JsonlReader::new(
         source,
         ReaderOptions {
             file: Some(path.to_path_buf()),
@@ -71,37 +87,29 @@ pub fn verify_target(path: &Path, zstd: bool) -> Result<Verified, MigrateError> 
         },
     )
     .map_err(|error| verify_error(error.to_string()))?;
-    let header = reader.header().clone();
+    let header: SessionHeader = reader.header().clone();
     if header.generation() != Generation::V3 {
         return Err(verify_error("the written header is not v3".into()));
     }
-    let mut rows = Vec::new();
-    let mut reader = reader;
+    let mut verifier = Verifier::new(header);
     for row in reader.by_ref() {
-        rows.push(row.map_err(|error| verify_error(error.to_string()))?.event);
+        let row = row.map_err(|error| verify_error(error.to_string()))?;
+        verifier.push(row.event).map_err(|error| {
+            verify_error(format!(
+                "line {}: {} [{}]",
+                row.line, error.message, error.rule
+            ))
+        })?;
     }
     if let Some(torn) = reader.torn_tail() {
         return Err(verify_error(format!("torn record at line {}", torn.line)));
     }
-    let n_events = rows.len() as u64;
-    let session = Session::restore(header, rows, SeedOptions::default()).map_err(|error| {
-        verify_error(format!(
-            "{} [{}] at seq {}",
-            error.message,
-            error.rule,
-            error
-                .seq
-                .or(error.index)
-                .map_or("?".into(), |seq| seq.to_string())
-        ))
-    })?;
-    Ok(Verified {
-        n_events,
-        messages: session
-            .derive_messages()
-            .iter()
-            .map(|message| message.value().clone())
-            .collect(),
+    let verified = verifier
+        .finish()
+        .map_err(|error| verify_error(format!("{} [{}]", error.message, error.rule)))?;
+    Ok(Checked {
+        n_events: verified.n_events,
+        messages: verified.message_values(),
         torn_tail: None,
     })
 }

@@ -190,3 +190,118 @@ fn a_v3_source_and_a_newer_generation_are_refused() {
     let error = migrate_file(&newer).unwrap_err();
     assert!(error.to_string().contains("uses log format v7"), "{error}");
 }
+
+/// Every fixtures/v0/rules log that upstream's restore accepts either migrates with the same
+/// derived messages (read back as V3 and verified) or is refused by an edge for a reason the
+/// edge documents (listed here by case).
+#[test]
+fn accepted_rule_fixtures_migrate_with_the_same_messages() {
+    use std::sync::Arc;
+
+    use strata_core::{RawEvent, SessionHeader, Verifier};
+    use strata_store::legacy::{hydrate_fixture, restore_v0, FixtureOptions, SessionSink};
+    use strata_store::migrate::{
+        compare_messages, encode_v3_line, migrate_events, Checked, StageContext, Staged,
+    };
+
+    // Cases an edge refuses by design: the frozen v0 vocabulary is closed at v0→v1 (unknown
+    // types, even ignorable ones), and v1→v2 refuses to trim chunk events it cannot embed
+    // losslessly.
+    const REFUSED: &[(&str, &str)] = &[
+        ("ch-chunk-data-unchecked-ok", "cannot carry this event"),
+        (
+            "msg-assistant-turn-step-unchecked-ok",
+            "cannot carry this event",
+        ),
+        ("hdr-seedlength-unchecked-ok", "exceeds the log"),
+        (
+            "rp-assistant-span-ok",
+            "forbids sourceEventSeqs on assistant",
+        ),
+        ("sf-system-message-ignorable-ok", "frozen v0 vocabulary"),
+        ("sf-unknown-ignorable-ok", "frozen v0 vocabulary"),
+    ];
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/v0/rules");
+    let cases = fs::read_to_string(dir.join("cases.tsv")).unwrap();
+    let mut n_migrated = 0;
+    for name in cases.lines().filter_map(|line| line.split('\t').next()) {
+        let log = fs::read(dir.join(format!("{name}.jsonl"))).unwrap();
+        let options = FixtureOptions {
+            time: Some(1_700_000_000_000),
+            ..FixtureOptions::default()
+        };
+        let Ok(fixture) = hydrate_fixture(&log, &options) else {
+            continue;
+        };
+        let header = fixture.header.clone();
+        let Ok(restored) = restore_v0(Generation::V0, &header, fixture.events.clone(), |h| {
+            SessionSink::new(h, SeedOptions::default())
+        }) else {
+            continue;
+        };
+        let n_closer_results = restored
+            .repair_closers
+            .iter()
+            .filter(|(kind, _)| kind == "tool/result")
+            .count();
+        let mut before = message_values(&restored.outcome);
+        before.truncate(before.len() - n_closer_results);
+
+        let context = StageContext {
+            file: Arc::from(name),
+            source_generation: Generation::V0,
+            session_id: Arc::from(header["id"].as_str().unwrap_or_default()),
+        };
+        let events = fixture
+            .events
+            .into_iter()
+            .map(|record| Ok(Staged::from_source(record.line, record.event)));
+        let migrated = migrate_events(&header, events, context).unwrap();
+        let v3_header = SessionHeader::from_value(Value::Object(migrated.header), Generation::V3)
+            .unwrap_or_else(|error| panic!("{name}: {error}"));
+        let mut verifier = Verifier::new(v3_header);
+        let mut refused = None;
+        for item in migrated.events {
+            match item {
+                Ok(staged) => {
+                    let mut line = Vec::new();
+                    encode_v3_line(&staged.event, &mut line);
+                    let raw = RawEvent::from_json_slice(&line[..line.len() - 1]).unwrap();
+                    verifier.push(raw).unwrap_or_else(|error| {
+                        panic!("{name}: v3 rejects the migration: {error}")
+                    });
+                }
+                Err(error) => {
+                    refused = Some(error.to_string());
+                    break;
+                }
+            }
+        }
+        let expected_refusal = REFUSED.iter().find(|(case, _)| *case == name);
+        match (refused, expected_refusal) {
+            (Some(error), Some((_, why))) => {
+                assert!(error.contains(why), "{name}: {error}");
+                continue;
+            }
+            (Some(error), None) => panic!("{name}: migration refused: {error}"),
+            (None, Some(_)) => panic!("{name}: expected a refusal"),
+            (None, None) => {}
+        }
+        let after = Checked {
+            messages: verifier.finish().unwrap().message_values(),
+            ..Checked::default()
+        };
+        let before = Checked {
+            messages: before,
+            ..Checked::default()
+        };
+        compare_messages(&before, &after).unwrap_or_else(|detail| panic!("{name}: {detail}"));
+        n_migrated += 1;
+    }
+    // 56 cases are accepted by upstream's restore; the rest are refused above.
+    assert_eq!(
+        n_migrated + REFUSED.len(),
+        56,
+        "{n_migrated} fixtures migrated"
+    );
+}
