@@ -166,6 +166,30 @@ pub(crate) fn accept_envelope(
     context: &Context<'_>,
     envelope: Envelope,
 ) -> Result<(Event, SurfacePlan), AcceptError> {
+    accept_checked(context, envelope, true)
+}
+
+/// Accepts a stored row under the event-local rules only (envelope, data, shapes, surface
+/// rules 2–4), for an event a verified checkpoint places on the surface (lazy resume): the
+/// rules relating it to the log ran when it was first accepted.
+pub(crate) fn accept_row_local(context: &Context<'_>, raw: RawEvent) -> Result<Event, AcceptError> {
+    let index = context.index;
+    let envelope = decode_envelope(raw, context.generation).ok_or_else(|| {
+        AcceptError::new(
+            Rule::InvalidEnvelope,
+            format!("seed event at index {index} has an invalid event envelope"),
+        )
+        .at_index(index)
+    })?;
+    accept_checked(context, envelope, false).map(|(event, _)| event)
+}
+
+/// The rule list; `relational` runs the rules that relate the event to the current surface.
+fn accept_checked(
+    context: &Context<'_>,
+    envelope: Envelope,
+    relational: bool,
+) -> Result<(Event, SurfacePlan), AcceptError> {
     let seq = envelope.seq;
     let locate = |error: AcceptError| {
         let error = error.at_seq(seq.get());
@@ -265,7 +289,9 @@ pub(crate) fn accept_envelope(
     .map_err(wrap)
     .map_err(locate)?;
     // v0 locates the replaced span (rules 6–8) before it reads the source list.
-    if let (true, Marker::Surface(SurfaceOp::Replace(range))) = (legacy_order, &marker) {
+    if let (true, true, Marker::Surface(SurfaceOp::Replace(range))) =
+        (relational, legacy_order, &marker)
+    {
         locate_span(context, *range).map_err(wrap).map_err(locate)?;
     }
     let meta = check_sources(
@@ -287,6 +313,9 @@ pub(crate) fn accept_envelope(
         order: envelope.order,
         checked_under: (context.path != Path::Fold && shape_checked).then_some(context.generation),
     };
+    if !relational {
+        return Ok((event, SurfacePlan::None));
+    }
     let plan = plan_relational(context, &event)
         .map_err(wrap)
         .map_err(locate)?;

@@ -24,6 +24,7 @@
 
 pub use accept::{check_stored_message, EventLookup, Window};
 pub use candidate::{Candidate, Intent, LogOnlyPayload, Placement, SurfaceIntent, SurfacePayload};
+pub use checkpoint::{Checkpoint, ResumeError};
 pub use derive::DerivedMessages;
 pub use event::{Event, EventType, ReplaceRange, SurfaceMeta, SurfaceOp};
 pub use fork::{
@@ -32,9 +33,11 @@ pub use fork::{
 };
 pub use generation::{Generation, ReplaceSpelling};
 pub use header::{HeaderSpec, SessionHeader};
+pub use log::{EventSource, SourceError};
 pub use message::{project, Message};
 pub use repair::{
-    interrupted_turn_closers, open_turn_closers, CloseCause, Closers, StoredTurnScan,
+    interrupted_turn_closers, open_turn_closers, CloseCause, Closers, OpenCall, StoredTurnScan,
+    TurnState,
 };
 pub use request::{canonical_header, fold_request_context, fold_request_header, header_equals};
 pub use rule::{AcceptError, Rule};
@@ -57,12 +60,15 @@ pub mod synth;
 
 mod accept;
 mod candidate;
+mod checkpoint;
 mod data;
 mod derive;
 mod event;
 mod fork;
 mod generation;
 mod header;
+mod latest;
+mod log;
 mod message;
 mod repair;
 mod request;

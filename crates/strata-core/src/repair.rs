@@ -68,6 +68,7 @@ impl Closers {
     }
 }
 
+#[derive(Clone)]
 struct PendingCall {
     /// The call id as the assistant block held it (`None`: the block had no `id`).
     call_id: Option<Value>,
@@ -101,6 +102,7 @@ enum ScanMode {
 }
 
 /// The state of `interruptedTurnClosers` (session-core §8) after some rows.
+#[derive(Clone)]
 struct TurnScan {
     mode: ScanMode,
     open_turn: Option<Position>,
@@ -413,4 +415,133 @@ fn set_position(candidate: &mut Candidate, turn: &Position, step: Option<&Positi
             None => {}
         }
     }
+}
+
+/// The open turn at some point of a log: what crash repair would close (session-core §8).
+///
+/// The fold [`open_turn_closers`] runs, as a value: a session keeps it to compute closers
+/// without rescanning history, and a checkpoint carries it. A `turn/start` or `turn/end`
+/// resets it, so the state after a log depends only on the events since its last such
+/// boundary ([`TurnState::is_boundary`]).
+///
+/// Bracket positions are kept as the log held them: `None` is "not open", `Some(None)` is
+/// "open, but the opening event had no such field" (a closer then omits it, as
+/// `JSON.stringify` drops `undefined`), `Some(Some(value))` is "open at `value`" (any JSON).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TurnState {
+    /// The open turn's `turn`.
+    pub turn: Option<Option<Value>>,
+    /// The open step's `step`.
+    pub step: Option<Option<Value>>,
+    /// Calls announced in the open step and still unanswered, in announcement order.
+    pub pending: Vec<OpenCall>,
+}
+
+/// A tool call an assistant message announced and no `tool/result` answered yet.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpenCall {
+    /// The tool-call block's `id`, a JSON string for accepted events.
+    pub call_id: Value,
+    /// The announcing assistant message's `step` (`None`: the field was missing).
+    pub step: Option<Value>,
+    /// The `tool/call` that recorded the call as started, if any (its closer cites it).
+    pub call_seq: Option<Seq>,
+}
+
+impl TurnState {
+    /// Whether `event` resets the fold (`turn/start`, `turn/end`).
+    pub fn is_boundary(event: &Event) -> bool {
+        matches!(event.event_type, EventType::TurnStart | EventType::TurnEnd)
+    }
+
+    /// Whether a turn is open.
+    pub fn is_open(&self) -> bool {
+        self.turn.is_some()
+    }
+
+    /// Folds `event` in, exactly as [`open_turn_closers`] does.
+    pub fn observe(&mut self, event: &Event) {
+        let mut scan = self.to_scan();
+        observe_event(&mut scan, event);
+        *self = TurnState::from_scan(scan);
+    }
+
+    /// Folds every event of `events` in.
+    pub fn observe_all<'e>(&mut self, events: impl IntoIterator<Item = &'e Arc<Event>>) {
+        let mut scan = self.to_scan();
+        for event in events {
+            observe_event(&mut scan, event);
+        }
+        *self = TurnState::from_scan(scan);
+    }
+
+    /// The closers of the open turn, the first numbered `first_seq`, all carrying `time`
+    /// (the last event's time); empty when no turn is open.
+    pub fn closers(&self, first_seq: Seq, time: i64, cause: CloseCause) -> Closers {
+        Closers {
+            candidates: self.to_scan().closers(first_seq, cause),
+            first_seq,
+            time,
+        }
+    }
+
+    fn to_scan(&self) -> TurnScan {
+        TurnScan {
+            mode: ScanMode::Lenient,
+            open_turn: self.turn.clone(),
+            open_step: self.step.clone(),
+            pending: self
+                .pending
+                .iter()
+                .map(|call| PendingCall {
+                    call_id: Some(call.call_id.clone()),
+                    step: call.step.clone(),
+                    call_seq: call.call_seq,
+                })
+                .collect(),
+        }
+    }
+
+    fn from_scan(scan: TurnScan) -> TurnState {
+        TurnState {
+            turn: scan.open_turn,
+            step: scan.open_step,
+            // A lenient scan registers string ids only.
+            pending: scan
+                .pending
+                .into_iter()
+                .filter_map(|call| {
+                    Some(OpenCall {
+                        call_id: call.call_id?,
+                        step: call.step,
+                        call_seq: call.call_seq,
+                    })
+                })
+                .collect(),
+        }
+    }
+}
+
+/// One accepted event through a lenient scan, reading its payload without caching a parsed
+/// tree in the event (a stored event keeps only its text).
+fn observe_event(scan: &mut TurnScan, event: &Event) {
+    let needs_data = matches!(
+        event.event_type,
+        EventType::TurnStart
+            | EventType::StepStart
+            | EventType::AssistantMessage
+            | EventType::ToolCall
+            | EventType::ToolResult
+    );
+    // The lenient scan never fails, and reads no payload of other types.
+    if !needs_data {
+        let _ = scan.observe(&event.event_type, Some(event.seq), None);
+        return;
+    }
+    if event.is_data_parsed() {
+        let _ = scan.observe(&event.event_type, Some(event.seq), Some(event.data()));
+        return;
+    }
+    let parsed: Value = serde_json::from_str(event.data_json()).unwrap_or(Value::Null);
+    let _ = scan.observe(&event.event_type, Some(event.seq), Some(&parsed));
 }

@@ -7,24 +7,35 @@
 //! *committed*. Stores put their I/O between the two: plan, write durably,
 //! commit; or commit a batch and roll it back if the write fails.
 //!
+//! A session holds its whole log (*full mode*: restore, create, seed) or, when resumed from
+//! a [`Checkpoint`] (*lazy mode*), only a resident tail plus the events the surface and the
+//! folds name (`log` module); acceptance reads nothing else, so both modes accept and reject
+//! exactly the same candidates with the same errors.
+//!
 //! Invariants:
-//! - `events[i].seq() == i` for every event;
-//! - the surface, request folds and derived-message cache equal a replay of
-//!   `events` from scratch;
+//! - the event at seq `i` has seq `i` (resident or pinned);
+//! - the surface, request folds, latest-by-type fold and derived-message cache equal a
+//!   replay of the whole log from scratch, in either mode;
 //! - a rejected candidate, seed or batch leaves every one of them unchanged.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
 
-use crate::accept::{accept_envelope, accept_raw, Context, Envelope, EventLookup, Path, Window};
+use crate::accept::{
+    accept_envelope, accept_raw, accept_row_local, Context, Envelope, EventLookup, Path, Window,
+};
 use crate::candidate::Candidate;
+use crate::checkpoint::{Checkpoint, ResumeError};
 use crate::derive::{DerivedCache, DerivedMessages};
 use crate::event::{Event, EventType, KeyOrder, SurfaceMeta};
 use crate::generation::Generation;
 use crate::header::SessionHeader;
+use crate::latest::Latest;
+use crate::log::{EventSource, Log};
 use crate::message::{project, Message};
 use crate::payload::EndSeed;
+use crate::repair::{CloseCause, TurnState};
 use crate::request::canonical_header;
 use crate::rule::{AcceptError, Rule};
 use crate::seq::Seq;
@@ -35,19 +46,29 @@ use crate::wire::RawEvent;
 pub struct Session {
     header: SessionHeader,
     generation: Generation,
-    /// Invariant: `events[i].seq == i`.
-    events: Vec<Arc<Event>>,
+    /// Invariant: the event at seq `i` has seq `i`; see the `log` module.
+    log: Log,
     surface: SurfaceState,
     derived: Mutex<DerivedCache>,
     /// Bumped on every replacement and rollback; keys the derived cache.
     epoch: u64,
     request_header: Option<Arc<Value>>,
     request_context: Option<Arc<Value>>,
-    /// Invariant: ≤ `events.len()`; the seq of the last inherited end-seed marker.
+    /// Invariant: the `request/header` `request_header` was folded from.
+    request_header_seq: Option<Seq>,
+    /// Invariant: the `request/context` `request_context` was folded from.
+    request_context_seq: Option<Seq>,
+    /// Invariant: the latest seq of every event type in the log.
+    latest: Latest,
+    /// The turn state after the log's first `state_base` events, when the resident tail
+    /// alone cannot rebuild it (a lazy session resumed inside an open turn).
+    /// Invariant: `Some` only in lazy mode, with `state_base == log.base()`.
+    turn_base: Option<TurnState>,
+    /// Invariant: ≤ `log.len()`; the seq of the last inherited end-seed marker.
     inherited_count: u64,
     /// The constructor seed's length: events before it came from history.
     first_live_seq: u64,
-    /// Invariant: the seq of the last `session/end-seed {inherited: true}` in `events`.
+    /// Invariant: the seq of the last `session/end-seed {inherited: true}` in the log.
     last_inherited_marker: Option<u64>,
     /// Open batches, innermost last (batches nest: `append_batch` inside a
     /// store's `begin_batch` rolls back to its own mark only).
@@ -59,11 +80,14 @@ pub struct Session {
 
 /// What rolling one open batch back needs.
 struct BatchFrame {
-    log_len: usize,
+    log_len: u64,
     /// `undo.len()` when the batch began.
     undo_len: usize,
     request_header: Option<Arc<Value>>,
     request_context: Option<Arc<Value>>,
+    request_header_seq: Option<Seq>,
+    request_context_seq: Option<Seq>,
+    latest: Latest,
     last_inherited_marker: Option<u64>,
 }
 
@@ -132,7 +156,7 @@ impl Session {
     ) -> Result<Session, AcceptError> {
         let mut session = Session::empty(header);
         session.seed(seed, Path::Seed)?;
-        let seed_len = session.events.len() as u64;
+        let seed_len = session.log.len();
         let seeded = session.header.is_seeded();
         match (seeded, inherited_count) {
             (true, None) => {
@@ -169,9 +193,9 @@ impl Session {
         session.first_live_seq = seed_len;
         if seeded {
             // A fork-built seed may already hold the tagged marker at `count` (§9.3).
-            let has_marker = session
-                .events
-                .get(count as usize)
+            let has_marker = Seq::new(count)
+                .ok()
+                .and_then(|seq| session.log.get(seq))
                 .is_some_and(|event| is_inherited_marker(event));
             let prefix_len = if has_marker { count + 1 } else { count };
             if !has_marker && count != seed_len {
@@ -187,7 +211,7 @@ impl Session {
             session.inherited_count = count;
             if !has_marker {
                 let time = session
-                    .events
+                    .log
                     .last()
                     .map_or(options.marker_time, |event| event.time);
                 session.push_marker(true, time)?;
@@ -250,28 +274,28 @@ impl Session {
         })
     }
 
-    fn restore_loaded(
+    fn restore_loaded<E: From<AcceptError>>(
         header: SessionHeader,
         options: SeedOptions,
         repair: Option<crate::repair::CloseCause>,
-        load: impl FnOnce(&mut Session) -> Result<(), AcceptError>,
-    ) -> Result<Session, AcceptError> {
+        load: impl FnOnce(&mut Session) -> Result<(), E>,
+    ) -> Result<Session, E> {
         let mut session = Session::empty(header);
         load(&mut session)?;
-        let log_len = session.events.len() as u64;
+        let log_len = session.log.len();
         session.first_live_seq = log_len;
         let count = if session.generation >= Generation::V2 {
             let marker = session.last_inherited_marker;
             match (session.header.is_seeded(), marker) {
                 (true, None) => {
-                    return Err(seed_error(
-                        "seeded session requires an inherited event count",
-                    ))
+                    return Err(
+                        seed_error("seeded session requires an inherited event count").into(),
+                    )
                 }
                 (false, Some(_)) => {
-                    return Err(seed_error(
-                        "unseeded session inherited event count must be 0",
-                    ))
+                    return Err(
+                        seed_error("unseeded session inherited event count must be 0").into(),
+                    )
                 }
                 (_, marker) => marker.unwrap_or(0),
             }
@@ -281,19 +305,17 @@ impl Session {
             session.header.seed_length().unwrap_or(0).min(log_len)
         };
         if count > log_len && session.generation.checks_inherited_count() {
-            return Err(seed_error(
-                "session inherited event count exceeds its event log",
-            ));
+            return Err(seed_error("session inherited event count exceeds its event log").into());
         }
         session.inherited_count = count;
         if let Some(cause) = repair {
-            let closers = crate::repair::open_turn_closers(&session.events, cause);
+            let closers = session.open_turn_closers(cause);
             if !closers.is_empty() {
                 session.append_batch(closers.candidates, closers.time)?;
             }
             // The closers are part of the constructor seed (persistence §1.1):
             // the first live seq follows them.
-            session.first_live_seq = session.events.len() as u64;
+            session.first_live_seq = session.log.len();
         }
         session.append_plain_marker_if_needed(options.marker_time)?;
         Ok(session)
@@ -303,12 +325,16 @@ impl Session {
         Session {
             generation: header.generation(),
             header,
-            events: Vec::new(),
+            log: Log::new(),
             surface: SurfaceState::new(),
             derived: Mutex::new(DerivedCache::new(0)),
             epoch: 0,
             request_header: None,
             request_context: None,
+            request_header_seq: None,
+            request_context_seq: None,
+            latest: Latest::default(),
+            turn_base: None,
             inherited_count: 0,
             first_live_seq: 0,
             last_inherited_marker: None,
@@ -322,19 +348,26 @@ impl Session {
         rows: impl IntoIterator<Item = RawEvent>,
         path: Path,
     ) -> Result<(), AcceptError> {
-        for (index, raw) in rows.into_iter().enumerate() {
+        self.seed_from(rows, path, 0)
+    }
+
+    /// Accepts `rows` as the next events; the first is row `first_index` of the stored log
+    /// (so a resumed tail's errors name the same index a full restore's do).
+    fn seed_from(
+        &mut self,
+        rows: impl IntoIterator<Item = RawEvent>,
+        path: Path,
+        first_index: u64,
+    ) -> Result<(), AcceptError> {
+        for (index, raw) in (first_index..).zip(rows) {
             let (event, plan) = {
-                let lookup = Window {
-                    base: Seq::ZERO,
-                    events: &self.events,
-                };
                 let context = Context {
                     generation: self.generation,
                     path,
                     surface: &self.surface,
-                    lookup: &lookup,
-                    expected_seq: Seq::from_index(self.events.len()),
-                    index: index as u64,
+                    lookup: &self.log,
+                    expected_seq: self.log.next_seq(),
+                    index,
                 };
                 accept_raw(&context, raw)?
             };
@@ -348,19 +381,15 @@ impl Session {
         events: impl IntoIterator<Item = Arc<Event>>,
     ) -> Result<(), AcceptError> {
         let events = events.into_iter();
-        self.events.reserve(events.size_hint().0);
+        self.log.reserve(events.size_hint().0);
         for (index, event) in events.enumerate() {
             let plan = {
-                let lookup = Window {
-                    base: Seq::ZERO,
-                    events: &self.events,
-                };
                 let context = Context {
                     generation: self.generation,
                     path: Path::Restore,
                     surface: &self.surface,
-                    lookup: &lookup,
-                    expected_seq: Seq::from_index(self.events.len()),
+                    lookup: &self.log,
+                    expected_seq: self.log.next_seq(),
                     index: index as u64,
                 };
                 crate::accept::accept_existing(&context, &event)?
@@ -371,10 +400,11 @@ impl Session {
     }
 
     fn append_plain_marker_if_needed(&mut self, time: i64) -> Result<(), AcceptError> {
-        let ends_with_marker = self
-            .events
-            .last()
-            .is_some_and(|event| event.event_type == EventType::SessionEndSeed);
+        let ends_with_marker = self.log.len().checked_sub(1).is_some_and(|last| {
+            self.latest
+                .get(&EventType::SessionEndSeed)
+                .is_some_and(|marker| marker.get() == last)
+        });
         if ends_with_marker {
             return Ok(());
         }
@@ -395,7 +425,7 @@ impl Session {
     /// fixes the inherited count a reload derives (§9.1 step 5), so only a
     /// fork child's constructor writes it.
     pub fn plan(&self, candidate: Candidate, time: i64) -> Result<AppendPlan, AcceptError> {
-        let seq = self.events.len() as u64;
+        let seq = self.log.len();
         if self.generation >= Generation::V2
             && candidate.event_type == EventType::SessionEndSeed
             && candidate.data.get("inherited") == Some(&Value::Bool(true))
@@ -406,7 +436,7 @@ impl Session {
     }
 
     fn plan_unchecked(&self, candidate: Candidate, time: i64) -> Result<AppendPlan, AcceptError> {
-        let seq = Seq::from_index(self.events.len());
+        let seq = self.log.next_seq();
         let envelope = Envelope {
             event_type: candidate.event_type,
             seq,
@@ -416,15 +446,11 @@ impl Session {
             ignorable: candidate.ignorable,
             order: KeyOrder::CANONICAL,
         };
-        let lookup = Window {
-            base: Seq::ZERO,
-            events: &self.events,
-        };
         let context = Context {
             generation: self.generation,
             path: Path::Append,
             surface: &self.surface,
-            lookup: &lookup,
+            lookup: &self.log,
             expected_seq: seq,
             index: seq.get(),
         };
@@ -434,7 +460,7 @@ impl Session {
 
     /// Commits a plan made against the current state.
     pub fn commit(&mut self, plan: AppendPlan) -> Result<Arc<Event>, StalePlanError> {
-        let next = self.events.len() as u64;
+        let next = self.log.len();
         if plan.event.seq.get() != next {
             return Err(StalePlanError {
                 planned: plan.event.seq.get(),
@@ -479,21 +505,17 @@ impl Session {
         &mut self,
         rows: impl IntoIterator<Item = RawEvent>,
     ) -> Result<(), AcceptError> {
-        let start = self.events.len();
+        let start = self.log.len();
         let mark = self.begin_batch();
-        for (offset, raw) in rows.into_iter().enumerate() {
+        for (offset, raw) in (0..).zip(rows) {
             let (event, plan) = {
-                let lookup = Window {
-                    base: Seq::ZERO,
-                    events: &self.events,
-                };
                 let context = Context {
                     generation: self.generation,
                     path: Path::Restore,
                     surface: &self.surface,
-                    lookup: &lookup,
-                    expected_seq: Seq::from_index(self.events.len()),
-                    index: (start + offset) as u64,
+                    lookup: &self.log,
+                    expected_seq: self.log.next_seq(),
+                    index: start + offset,
                 };
                 match accept_raw(&context, raw) {
                     Ok(accepted) => accepted,
@@ -507,7 +529,7 @@ impl Session {
             // the inherited count a full restore derives.
             if self.generation >= Generation::V2 && is_inherited_marker(&event) {
                 self.rollback(mark);
-                return Err(stray_marker_error(event.seq.get()).at_index((start + offset) as u64));
+                return Err(stray_marker_error(event.seq.get()).at_index(start + offset));
             }
             self.commit_accepted(event, &plan);
         }
@@ -523,14 +545,17 @@ impl Session {
     /// back an outer mark also closes the batches opened inside it.
     pub fn begin_batch(&mut self) -> BatchMark {
         self.batches.push(BatchFrame {
-            log_len: self.events.len(),
+            log_len: self.log.len(),
             undo_len: self.undo.len(),
             request_header: self.request_header.clone(),
             request_context: self.request_context.clone(),
+            request_header_seq: self.request_header_seq,
+            request_context_seq: self.request_context_seq,
+            latest: self.latest.clone(),
             last_inherited_marker: self.last_inherited_marker,
         });
         BatchMark {
-            log_len: self.events.len(),
+            log_len: self.log.len(),
             depth: self.batches.len(),
         }
     }
@@ -561,9 +586,12 @@ impl Session {
                 self.surface.undo(undo);
             }
         }
-        self.events.truncate(frame.log_len);
+        self.log.truncate(frame.log_len);
         self.request_header = frame.request_header;
         self.request_context = frame.request_context;
+        self.request_header_seq = frame.request_header_seq;
+        self.request_context_seq = frame.request_context_seq;
+        self.latest = frame.latest;
         self.last_inherited_marker = frame.last_inherited_marker;
         if self.batches.is_empty() {
             self.undo.clear();
@@ -590,14 +618,17 @@ impl Session {
             EventType::RequestHeader => {
                 if let Some(header) = event.data().get("header") {
                     self.request_header = Some(Arc::new(canonical_header(header, self.generation)));
+                    self.request_header_seq = Some(event.seq);
                 }
             }
             EventType::RequestContext => {
                 self.request_context = Some(Arc::new(event.data().clone()));
+                self.request_context_seq = Some(event.seq);
             }
             _ => {}
         }
-        self.events.push(event.clone());
+        self.latest.note(&event.event_type, event.seq);
+        self.log.push(event.clone());
         event
     }
 
@@ -616,30 +647,123 @@ impl Session {
         self.generation
     }
 
-    /// Every event, in seq order.
+    /// Every event, in seq order (full mode).
+    ///
+    /// # Panics
+    ///
+    /// On a lazily resumed session ([`Session::is_lazy`]), which does not hold its whole log:
+    /// returning the resident tail instead would silently hand out a partial log. Use
+    /// [`Session::resident_events`], the folds ([`Session::latest`], [`Session::last_event`],
+    /// [`Session::turn_state`]) or [`Session::load_event`] there.
     pub fn events(&self) -> &[Arc<Event>] {
-        &self.events
+        assert!(
+            self.log.is_full(),
+            "Session::events on a lazily resumed session (events 0..{} are not resident); use resident_events or the folds",
+            self.log.base()
+        );
+        self.log.tail()
     }
 
-    /// The event at `seq`.
+    /// The events this session holds contiguously: seqs `resident_base()..len()` (the whole
+    /// log in full mode).
+    pub fn resident_events(&self) -> &[Arc<Event>] {
+        self.log.tail()
+    }
+
+    /// The seq of the first resident event: 0 in full mode, the checkpoint's length in lazy
+    /// mode. Invariant: never changes during the session's life.
+    pub fn resident_base(&self) -> u64 {
+        self.log.base()
+    }
+
+    /// Whether the session was resumed from a checkpoint and holds only part of its log.
+    pub fn is_lazy(&self) -> bool {
+        !self.log.is_full()
+    }
+
+    /// The event at `seq` when the session holds it: always in full mode; in lazy mode when it
+    /// is resident or pinned (every surface node, the request header and context events, the
+    /// latest event of each type). See [`Session::load_event`] for any other seq.
     pub fn event(&self, seq: Seq) -> Option<&Arc<Event>> {
-        seq.index_from(Seq::ZERO)
-            .and_then(|index| self.events.get(index))
+        self.log.get(seq)
+    }
+
+    /// The event at `seq`, fetched from the session's event source when it is not held (lazy
+    /// mode); `Ok(None)` when `seq` is past the log. The fetched row passes the event-local
+    /// acceptance rules again; it is not kept.
+    pub fn load_event(&self, seq: Seq) -> Result<Option<Arc<Event>>, ResumeError> {
+        if seq.get() >= self.log.len() {
+            return Ok(None);
+        }
+        if let Some(event) = self.log.get(seq) {
+            return Ok(Some(event.clone()));
+        }
+        let Some(source) = self.log.source() else {
+            return Ok(None);
+        };
+        let raw = source.load(seq)?;
+        self.accept_pinned(raw, seq)
+            .map(|event| Some(Arc::new(event)))
     }
 
     /// The number of events (also the next seq).
     pub fn len(&self) -> usize {
-        self.events.len()
+        usize::try_from(self.log.len()).unwrap_or(usize::MAX)
     }
 
     /// Whether the log has no events.
     pub fn is_empty(&self) -> bool {
-        self.events.is_empty()
+        self.log.len() == 0
     }
 
     /// The seq the next append gets.
     pub fn next_seq(&self) -> Seq {
-        Seq::from_index(self.events.len())
+        self.log.next_seq()
+    }
+
+    /// The last event of the log (held in both modes).
+    pub fn last_event(&self) -> Option<&Arc<Event>> {
+        self.log.last()
+    }
+
+    /// The latest event of `event_type` (held in both modes): the current turn's `turn/start`,
+    /// the newest `compaction/start`, … O(1).
+    pub fn latest(&self, event_type: &EventType) -> Option<&Arc<Event>> {
+        self.latest
+            .get(event_type)
+            .and_then(|seq| self.log.get(seq))
+    }
+
+    /// The turn left open at the end of the log: what crash repair would close. Rebuilt from
+    /// the last `turn/start`/`turn/end` (or the checkpoint, in lazy mode, when that boundary
+    /// lies before the resident tail), so it costs O(events of the current turn).
+    pub fn turn_state(&self) -> TurnState {
+        let boundary = [EventType::TurnStart, EventType::TurnEnd]
+            .iter()
+            .filter_map(|event_type| self.latest.get(event_type))
+            .max();
+        match boundary {
+            Some(seq) if seq.get() >= self.log.base() => {
+                let mut state = TurnState::default();
+                let from = usize::try_from(seq.get() - self.log.base()).unwrap_or(usize::MAX);
+                state.observe_all(self.log.tail().get(from..).unwrap_or(&[]));
+                state
+            }
+            _ => {
+                let mut state = self.turn_base.clone().unwrap_or_default();
+                state.observe_all(self.log.tail());
+                state
+            }
+        }
+    }
+
+    /// The closers of the turn left open at the end of the log (`openTurnClosers`, §8).
+    pub fn open_turn_closers(&self, cause: CloseCause) -> crate::repair::Closers {
+        let (first_seq, time) = match self.log.last() {
+            Some(last) => (last.seq.next(), last.time),
+            None => (Seq::ZERO, 0),
+        };
+        self.turn_state().closers(first_seq, time, cause)
     }
 
     /// The surface.
@@ -657,15 +781,19 @@ impl Session {
         self.first_live_seq
     }
 
-    /// Events from the inherited count on: this session's own work.
+    /// Events from the inherited count on: this session's own work (full mode).
+    ///
+    /// # Panics
+    ///
+    /// On a lazily resumed session, like [`Session::events`].
     pub fn own_events(&self) -> &[Arc<Event>] {
         let start = usize::try_from(self.inherited_count).unwrap_or(usize::MAX);
-        self.events.get(start..).unwrap_or(&[])
+        self.events().get(start..).unwrap_or(&[])
     }
 
     /// Whether `seq` is one of this session's own events.
     pub fn is_own_seq(&self, seq: Seq) -> bool {
-        self.inherited_count <= seq.get() && seq.get() < self.events.len() as u64
+        self.inherited_count <= seq.get() && seq.get() < self.log.len()
     }
 
     /// The canonical header of the latest `request/header` (§7.2).
@@ -704,23 +832,245 @@ impl Session {
         &mut self,
         cause: crate::repair::CloseCause,
     ) -> Result<Vec<Arc<Event>>, AcceptError> {
-        let closers = crate::repair::open_turn_closers(&self.events, cause);
+        let closers = self.open_turn_closers(cause);
         self.append_batch(closers.candidates, closers.time)
     }
 
-    /// A raw copy of every event, for seeding a replay or fork.
+    /// A raw copy of every event, for seeding a replay or fork (full mode).
+    ///
+    /// # Panics
+    ///
+    /// On a lazily resumed session, like [`Session::events`].
     pub fn to_raw_events(&self) -> Vec<RawEvent> {
-        self.events
+        self.events()
             .iter()
             .map(|event| RawEvent::from_event(event))
             .collect()
+    }
+
+    /// The session's folds after its whole log, to persist beside it: what
+    /// [`Session::resume`] needs to rebuild this state without replaying the log. `None`
+    /// while a batch is open (its events may still be rolled back). O(surface).
+    pub fn checkpoint(&self) -> Option<Checkpoint> {
+        if !self.batches.is_empty() {
+            return None;
+        }
+        Some(Checkpoint {
+            n_events: self.log.len(),
+            nodes: self.surface.nodes().to_vec(),
+            replace_generation: self.surface.replace_generation(),
+            request_header_seq: self.request_header_seq,
+            request_context_seq: self.request_context_seq,
+            last_inherited_marker: self.last_inherited_marker,
+            latest: self.latest.entries(),
+            turn: self.turn_state(),
+        })
+    }
+
+    /// Rebuilds a stored session from a checkpoint of a prefix of its log and the rows after
+    /// it, without reading the prefix (*lazy mode*): the events the checkpoint names are
+    /// fetched from `source` (and pass the event-local rules), `tail` is validated exactly as
+    /// [`Session::restore`] validates those rows (same rules, same errors, same indexes), and
+    /// the end-seed marker is added as a restore adds it. Appends then validate exactly as in
+    /// full mode. V3 logs only.
+    ///
+    /// The store vouches that `checkpoint` describes this log; the cheap checks that fail
+    /// give [`ResumeError::Mismatch`], and a caller should then restore the whole log.
+    pub fn resume(
+        header: SessionHeader,
+        checkpoint: Checkpoint,
+        tail: impl IntoIterator<Item = RawEvent>,
+        source: Arc<dyn EventSource>,
+        options: SeedOptions,
+    ) -> Result<Session, ResumeError> {
+        Session::resume_with(header, checkpoint, tail, source, options, None)
+    }
+
+    /// [`Session::resume`] for a writer resuming after a crash, as
+    /// [`Session::restore_repaired`]: a turn left open is closed with `cause` closers before
+    /// the end-seed marker.
+    pub fn resume_repaired(
+        header: SessionHeader,
+        checkpoint: Checkpoint,
+        tail: impl IntoIterator<Item = RawEvent>,
+        source: Arc<dyn EventSource>,
+        cause: CloseCause,
+        options: SeedOptions,
+    ) -> Result<Session, ResumeError> {
+        Session::resume_with(header, checkpoint, tail, source, options, Some(cause))
+    }
+
+    fn resume_with(
+        header: SessionHeader,
+        checkpoint: Checkpoint,
+        tail: impl IntoIterator<Item = RawEvent>,
+        source: Arc<dyn EventSource>,
+        options: SeedOptions,
+        repair: Option<CloseCause>,
+    ) -> Result<Session, ResumeError> {
+        if header.generation() != Generation::NATIVE {
+            return Err(ResumeError::mismatch(
+                None,
+                format!(
+                    "lazy resume reads {:?} logs only, not {:?}",
+                    Generation::NATIVE,
+                    header.generation()
+                ),
+            ));
+        }
+        Session::restore_loaded(header, options, repair, |session| {
+            let n_events = checkpoint.n_events;
+            session.install_checkpoint(checkpoint, source)?;
+            session.seed_from(tail, Path::Restore, n_events)?;
+            Ok(())
+        })
+    }
+
+    /// Makes an empty session the state `checkpoint` describes, pinning the events it names.
+    fn install_checkpoint(
+        &mut self,
+        checkpoint: Checkpoint,
+        source: Arc<dyn EventSource>,
+    ) -> Result<(), ResumeError> {
+        let n_events = checkpoint.n_events;
+        let before = |seq: u64, what: &str| {
+            if seq < n_events {
+                Ok(())
+            } else {
+                Err(ResumeError::mismatch(
+                    Some(seq),
+                    format!("{what} is not among the {n_events} covered events"),
+                ))
+            }
+        };
+        for node in &checkpoint.nodes {
+            before(node.get(), "a surface node")?;
+        }
+        let mut distinct = checkpoint.nodes.clone();
+        distinct.sort_unstable();
+        if let Some(pair) = distinct.windows(2).find(|pair| pair[0] == pair[1]) {
+            return Err(ResumeError::mismatch(
+                Some(pair[0].get()),
+                "a surface node appears twice",
+            ));
+        }
+        if checkpoint.replace_generation > n_events {
+            return Err(ResumeError::mismatch(
+                None,
+                format!(
+                    "replace generation {} exceeds the {n_events} covered events",
+                    checkpoint.replace_generation
+                ),
+            ));
+        }
+        let named = [
+            (checkpoint.request_header_seq, "the request header"),
+            (checkpoint.request_context_seq, "the request context"),
+        ];
+        for (seq, what) in named {
+            if let Some(seq) = seq {
+                before(seq.get(), what)?;
+            }
+        }
+        if let Some(marker) = checkpoint.last_inherited_marker {
+            before(marker, "the inherited marker")?;
+        }
+        for (_, seq) in &checkpoint.latest {
+            before(seq.get(), "a latest event")?;
+        }
+        for call in &checkpoint.turn.pending {
+            if let Some(seq) = call.call_seq {
+                before(seq.get(), "a pending tool call")?;
+            }
+        }
+        let seqs = checkpoint.pinned_seqs();
+        let rows = source.load_many(&seqs)?;
+        if rows.len() != seqs.len() {
+            return Err(ResumeError::mismatch(
+                None,
+                format!(
+                    "the event source returned {} rows for {} seqs",
+                    rows.len(),
+                    seqs.len()
+                ),
+            ));
+        }
+        let mut pinned = Vec::with_capacity(seqs.len());
+        for (seq, raw) in seqs.iter().zip(rows) {
+            pinned.push(Arc::new(self.accept_pinned(raw, *seq)?));
+        }
+        self.log = Log::lazy(n_events, pinned, source);
+        let wrong_type = |seq: Seq, expected: &str| {
+            ResumeError::mismatch(
+                Some(seq.get()),
+                format!("the event there is not {expected}"),
+            )
+        };
+        for node in &checkpoint.nodes {
+            if self.log.get(*node).and_then(|e| e.surface_op()).is_none() {
+                return Err(wrong_type(*node, "a surface event"));
+            }
+        }
+        for (event_type, seq) in &checkpoint.latest {
+            if self.log.get(*seq).map(|event| &event.event_type) != Some(event_type) {
+                return Err(wrong_type(*seq, event_type.as_str()));
+            }
+        }
+        if let Some(seq) = checkpoint.request_header_seq {
+            let header = self
+                .log
+                .get(seq)
+                .filter(|event| event.event_type == EventType::RequestHeader)
+                .and_then(|event| event.data().get("header"))
+                .ok_or_else(|| wrong_type(seq, "a request/header with a header"))?;
+            self.request_header = Some(Arc::new(canonical_header(header, self.generation)));
+        }
+        if let Some(seq) = checkpoint.request_context_seq {
+            let context = self
+                .log
+                .get(seq)
+                .filter(|event| event.event_type == EventType::RequestContext)
+                .ok_or_else(|| wrong_type(seq, "a request/context"))?;
+            self.request_context = Some(Arc::new(context.data().clone()));
+        }
+        self.request_header_seq = checkpoint.request_header_seq;
+        self.request_context_seq = checkpoint.request_context_seq;
+        self.surface = SurfaceState::from_parts(checkpoint.nodes, checkpoint.replace_generation);
+        self.latest = Latest::from_entries(&checkpoint.latest);
+        self.last_inherited_marker = checkpoint.last_inherited_marker;
+        self.turn_base = Some(checkpoint.turn);
+        Ok(())
+    }
+
+    /// Accepts a stored row fetched for `seq` under the event-local rules (its relational
+    /// rules ran when the log was written; the checkpoint vouches for its place).
+    fn accept_pinned(&self, raw: RawEvent, seq: Seq) -> Result<Event, ResumeError> {
+        let context = Context {
+            generation: self.generation,
+            path: Path::Restore,
+            surface: &self.surface,
+            lookup: &self.log,
+            expected_seq: seq,
+            index: seq.get(),
+        };
+        accept_row_local(&context, raw).map_err(|error| {
+            ResumeError::mismatch(
+                Some(seq.get()),
+                format!("the stored event fails the rules: {error}"),
+            )
+        })
+    }
+
+    /// The number of events held below the resident tail (lazy mode; 0 in full mode).
+    pub fn n_pinned(&self) -> usize {
+        self.log.n_pinned()
     }
 }
 
 /// A point to roll a batch back to (see [`Session::begin_batch`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BatchMark {
-    log_len: usize,
+    log_len: u64,
     /// Invariant: the batch's 1-based position in the stack of open batches.
     depth: usize,
 }

@@ -25,6 +25,8 @@ mod derived_cache;
 mod rejections;
 // §11.6 properties.spec and the surface algebra, property-tested.
 mod properties;
+// Issue 9: lazy resume from a checkpoint equals a full restore.
+mod lazy;
 
 /// Every data module: its case file and the tests that run its cases.
 const DATA_MODULES: &[(&str, &[&str])] = &[

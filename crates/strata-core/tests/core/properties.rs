@@ -22,7 +22,7 @@ use crate::harness::{assert_consistent, candidate, header, scratch_messages, Sna
 
 /// One step of a generated log; picks are reduced modulo what the model offers.
 #[derive(Clone, Debug)]
-enum Action {
+pub(crate) enum Action {
     /// A user message.
     User,
     /// An assistant message announcing `calls` tool calls (0–2); `empty`
@@ -53,7 +53,7 @@ enum Action {
     Unknown { garbage: u8 },
 }
 
-fn action() -> impl Strategy<Value = Action> {
+pub(crate) fn action() -> impl Strategy<Value = Action> {
     prop_oneof![
         4 => Just(Action::User),
         4 => (0u8..3, any::<bool>()).prop_map(|(calls, empty)| Action::Assistant { calls, empty }),
@@ -73,12 +73,12 @@ fn action() -> impl Strategy<Value = Action> {
 
 /// A generated log: whether it opens with a system node, then the actions.
 #[derive(Clone, Debug)]
-struct Script {
+pub(crate) struct Script {
     with_system: bool,
     actions: Vec<Action>,
 }
 
-fn script(max_actions: usize) -> impl Strategy<Value = Script> {
+pub(crate) fn script(max_actions: usize) -> impl Strategy<Value = Script> {
     (
         any::<bool>(),
         prop::collection::vec(action(), 0..max_actions),
@@ -91,8 +91,8 @@ fn script(max_actions: usize) -> impl Strategy<Value = Script> {
 
 /// The naive reference model: builds rows and keeps its own surface.
 #[derive(Default)]
-struct Model {
-    rows: Vec<Value>,
+pub(crate) struct Model {
+    pub(crate) rows: Vec<Value>,
     /// The model's surface, maintained independently of the core.
     nodes: Vec<u64>,
     replace_generation: u64,
@@ -196,7 +196,7 @@ impl Model {
         self.step_open = true;
     }
 
-    fn apply(&mut self, action: &Action) {
+    pub(crate) fn apply(&mut self, action: &Action) {
         match *action {
             Action::User => {
                 let data = self.user("hello", "user");
@@ -348,7 +348,7 @@ impl Model {
         }
     }
 
-    fn build(script: &Script) -> Model {
+    pub(crate) fn build(script: &Script) -> Model {
         let mut model = Model::default();
         model.open_turn();
         model.push(
@@ -379,7 +379,7 @@ fn appended(rows: &[Value]) -> Session {
     session
 }
 
-fn raws(rows: &[Value]) -> Vec<RawEvent> {
+pub(crate) fn raws(rows: &[Value]) -> Vec<RawEvent> {
     rows.iter().cloned().map(RawEvent::from_value).collect()
 }
 
@@ -400,7 +400,7 @@ fn scratch(rows: &[Value]) -> Vec<Value> {
     message_values(&scratch_messages(&fresh))
 }
 
-fn config(cases: u32) -> Config {
+pub(crate) fn config(cases: u32) -> Config {
     Config {
         cases,
         failure_persistence: None,
@@ -412,7 +412,7 @@ fn config(cases: u32) -> Config {
 /// A candidate that must be rejected against `session`, and the rule it
 /// must be rejected with. `kind` picks the mutation; the first applicable
 /// one from there on is used.
-fn bad_candidate(session: &Session, kind: usize, pick: usize) -> (Candidate, Rule) {
+pub(crate) fn bad_candidate(session: &Session, kind: usize, pick: usize) -> (Candidate, Rule) {
     let nodes = session.surface().nodes();
     let next = session.next_seq().get();
     let user = || json!({"content": [{"type": "text", "text": "bad"}], "source": {"kind": "user"}, "role": "user", "id": "bad"});
