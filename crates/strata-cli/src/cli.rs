@@ -19,12 +19,14 @@ pub struct Cli {
 pub enum Command {
     /// Check that session logs are accepted under their generation's rules.
     ///
-    /// Exits 0 when every log is accepted, 1 when any is rejected (printing
-    /// `FILE: seq N: <rule>: <message>`), 2 on usage or I/O errors.
+    /// Each LOG is a file (raw or zstd), a `sqlite://PATH#ID` reference or a session id in the
+    /// default store (an existing file wins over an id). Exits 0 when every log is accepted, 1
+    /// when any is rejected (printing `FILE: seq N: <rule>: <message>`), 2 on usage or I/O
+    /// errors.
     ///
     /// Example: strata validate ~/.dsh/sessions/--home-me--/abc/session.v3.jsonl
     Validate {
-        /// Session log files.
+        /// Session logs: files, `sqlite://PATH#ID` references or stored session ids.
         #[arg(required = true)]
         files: Vec<PathBuf>,
         #[command(flatten)]
@@ -34,7 +36,7 @@ pub enum Command {
     ///
     /// Example: strata surface session.v3.jsonl --json
     Surface {
-        /// A session log file.
+        /// A session log: a file, `sqlite://PATH#ID` or a stored session id.
         file: PathBuf,
         #[command(flatten)]
         format: Format,
@@ -43,7 +45,7 @@ pub enum Command {
     ///
     /// Example: strata messages session.v3.jsonl --json > messages.json
     Messages {
-        /// A session log file.
+        /// A session log: a file, `sqlite://PATH#ID` or a stored session id.
         file: PathBuf,
         #[command(flatten)]
         format: Format,
@@ -71,6 +73,52 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List the sessions of a store, newest first (read from headers only).
+    ///
+    /// Example: strata sessions --json
+    Sessions {
+        #[command(flatten)]
+        store: StoreArg,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Copy a JSONL session log (raw or zstd) into a store, validated, event for event.
+    ///
+    /// Exits 1 when the log is rejected, 2 when it cannot be read or the session exists.
+    ///
+    /// Example: strata import ~/.dsh/sessions/--home-me--/abc/session.v3.jsonl.zstd
+    Import {
+        /// The session log file.
+        file: PathBuf,
+        #[command(flatten)]
+        store: StoreArg,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Write a stored session as a JSONL log, zstd when FILE ends in `.zstd` (never replaces a
+    /// file).
+    ///
+    /// Example: strata export abc -o abc.session.v3.jsonl.zstd
+    Export {
+        /// The session id.
+        id: String,
+        /// The file to write.
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+        #[command(flatten)]
+        store: StoreArg,
+        #[command(flatten)]
+        format: Format,
+    },
+}
+
+/// The `--store` flag of the store commands.
+#[derive(Debug, Args, Clone)]
+pub struct StoreArg {
+    /// The store: a SQLite file, `jsonl:DIR` or `jsonl-zstd:DIR` (default: $STRATA_STORE, else
+    /// the embedded SQLite store under $STRATA_HOME or ~/.local/share/strata).
+    #[arg(long, value_name = "STORE")]
+    pub store: Option<String>,
 }
 
 /// Output format flags shared by every subcommand.

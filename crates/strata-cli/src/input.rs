@@ -1,38 +1,74 @@
-//! Loading session logs named on the command line into validated sessions.
+//! Resolving what a command line names — a log file, a `sqlite://PATH#ID` reference or a stored
+//! session id — and loading it into a validated session.
 //!
-//! The only place the CLI touches files: it reads a JSONL log through the store
-//! codec and restores it through the core, turning each failure into a
-//! [`LoadError`] that says whether the input was invalid (exit 1) or could not
-//! be read (exit 2), with file, line and seq context.
+//! The only place the CLI opens logs and stores. Resolution, in this order:
+//! 1. an existing path is a log file, raw or zstd (told apart by content, not by name);
+//! 2. `sqlite://PATH#ID` is session `ID` in the SQLite store at `PATH` (never created here);
+//! 3. an argument that looks like a path (a `/`, or a `.jsonl`/`.zstd` name) is a missing file;
+//! 4. anything else is a session id in the default store (`--store`, else `$STRATA_STORE`, else
+//!    the embedded SQLite store).
+//!
+//! Loading streams rows from the file or store straight into the core's restore (no second copy
+//! of the log), with a progress bar on a terminal when it takes long. Every failure is a
+//! [`LoadError`] saying whether the input was invalid (exit 1) or could not be read (exit 2),
+//! with file, line and seq.
 
-use std::fs::File;
-use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use strata_core::{AcceptError, RawEvent, SeedOptions, Session};
-use strata_store::{CodecError, JsonlReader, ReaderOptions};
+use anyhow::Context;
+use strata_core::{SeedOptions, Session};
+use strata_store::{
+    restore_stream, scan_log, CodecError, Compression, LogStream, Store, StoreError,
+};
+
+use crate::progress::{self, Progress};
+
+/// A log named on the command line, resolved.
+pub enum Input {
+    /// A V3 JSONL log file, raw or zstd.
+    File(PathBuf),
+    /// A session in a store.
+    Stored {
+        /// The store.
+        store: Store,
+        /// The session id.
+        id: String,
+        /// How the command line named it, for messages.
+        label: String,
+    },
+}
+
+impl Input {
+    /// How to name the input in messages: the file path, or the store reference.
+    pub fn label(&self) -> String {
+        match self {
+            Input::File(path) => path.display().to_string(),
+            Input::Stored { label, .. } => label.clone(),
+        }
+    }
+}
 
 /// A log that was read and accepted.
 pub struct Loaded {
     /// The restored session (with the end-seed marker a restore adds).
     pub session: Session,
-    /// The events as stored, for offline folds.
-    pub rows: Vec<RawEvent>,
-    /// How many events the file held.
+    /// How many events the log held (the session may hold one more: the marker).
     pub n_stored: usize,
+    /// How the input is named in messages.
+    pub label: String,
 }
 
 /// Why a log could not be loaded.
 pub enum LoadError {
-    /// The file breaks a format or acceptance rule.
+    /// The log breaks a format or acceptance rule.
     Invalid(Rejection),
-    /// The file could not be read.
+    /// The log could not be found or read.
     Io(anyhow::Error),
 }
 
 /// A rejected log, with everything needed to report it.
 pub struct Rejection {
-    /// The file.
+    /// The file (or store reference).
     pub file: PathBuf,
     /// The stable rule id.
     pub rule: String,
@@ -46,47 +82,164 @@ pub struct Rejection {
     pub message: String,
 }
 
-/// Reads and restores one JSONL log.
-pub fn load(path: &Path) -> Result<Loaded, LoadError> {
-    let file = File::open(path).map_err(|error| {
-        LoadError::Io(anyhow::anyhow!("cannot open {}: {error}", path.display()))
-    })?;
-    let options = ReaderOptions {
-        file: Some(path.to_path_buf()),
-        ..ReaderOptions::default()
+/// Opens the store named by `--store` (a SQLite file, `sqlite:PATH`, `jsonl:DIR` or
+/// `jsonl-zstd:DIR`), else `$STRATA_STORE`, else the default SQLite store.
+pub fn open_store(spec: Option<&str>) -> anyhow::Result<Store> {
+    let from_env = std::env::var("STRATA_STORE")
+        .ok()
+        .filter(|value| !value.is_empty());
+    let Some(spec) = spec.map(str::to_owned).or(from_env) else {
+        return Store::open_default().context("open the default store");
     };
-    let reader = JsonlReader::new(BufReader::new(file), options)
-        .map_err(|error| codec_failure(path, error))?;
-    let header = reader.header().clone();
-    let mut rows = Vec::new();
-    let mut lines = Vec::new();
-    for row in reader {
-        let row = row.map_err(|error| codec_failure(path, error))?;
-        lines.push(row.line);
-        rows.push(row.event);
+    if let Some(dir) = spec.strip_prefix("jsonl:") {
+        return Ok(Store::jsonl(dir, Compression::None));
     }
-    let n_stored = rows.len();
-    let session = Session::restore(header, rows.clone(), SeedOptions::default())
-        .map_err(|error| LoadError::Invalid(rejection(path, &error, &lines)))?;
-    Ok(Loaded {
-        session,
-        rows,
-        n_stored,
+    if let Some(dir) = spec.strip_prefix("jsonl-zstd:") {
+        return Ok(Store::jsonl(dir, Compression::Zstd));
+    }
+    let path = spec
+        .strip_prefix("sqlite://")
+        .or_else(|| spec.strip_prefix("sqlite:"))
+        .unwrap_or(&spec);
+    Store::sqlite(Path::new(path)).with_context(|| format!("open the store {path}"))
+}
+
+/// Resolves a command-line argument to a log (see the module docs for the order). `store` is
+/// the `--store` flag, used for a bare session id.
+pub fn resolve(arg: &Path, store: Option<&str>) -> Result<Input, LoadError> {
+    if arg.exists() {
+        return Ok(Input::File(arg.to_path_buf()));
+    }
+    let text = arg.to_str().unwrap_or_default();
+    if let Some(reference) = text.strip_prefix("sqlite://") {
+        let Some((path, id)) = reference
+            .rsplit_once('#')
+            .filter(|(path, id)| !path.is_empty() && !id.is_empty())
+        else {
+            return Err(LoadError::Io(anyhow::anyhow!(
+                "{text}: a store reference is sqlite://PATH#ID"
+            )));
+        };
+        if !Path::new(path).is_file() {
+            return Err(LoadError::Io(anyhow::anyhow!(
+                "{text}: no SQLite store at {path}"
+            )));
+        }
+        let store = Store::sqlite(Path::new(path))
+            .map_err(|error| LoadError::Io(anyhow::Error::new(error)))?;
+        return Ok(Input::Stored {
+            store,
+            id: id.to_owned(),
+            label: text.to_owned(),
+        });
+    }
+    let looks_like_path = text.is_empty()
+        || text.contains(std::path::MAIN_SEPARATOR)
+        || text.ends_with(".jsonl")
+        || text.ends_with(".zstd");
+    if looks_like_path {
+        return Err(LoadError::Io(anyhow::anyhow!(
+            "cannot open {}: no such file",
+            arg.display()
+        )));
+    }
+    let explicit =
+        store.is_some() || std::env::var_os("STRATA_STORE").is_some_and(|v| !v.is_empty());
+    if !explicit {
+        // A typo must not create the default store as a side effect of looking in it.
+        match strata_store::default_sqlite_path() {
+            Some(path) if path.is_file() => {}
+            Some(path) => {
+                return Err(LoadError::Io(anyhow::anyhow!(
+                    "{text}: no such file, and no default store at {} to look it up in",
+                    path.display()
+                )))
+            }
+            None => {
+                return Err(LoadError::Io(anyhow::anyhow!(
+                    "{text}: no such file, and no default store (set STRATA_HOME or HOME)"
+                )))
+            }
+        }
+    }
+    let store = open_store(store).map_err(LoadError::Io)?;
+    let label = format!("{}#{text}", store.backend().describe());
+    Ok(Input::Stored {
+        store,
+        id: text.to_owned(),
+        label,
     })
 }
 
-fn rejection(path: &Path, error: &AcceptError, lines: &[u64]) -> Rejection {
-    let line = error
-        .index
-        .and_then(|index| usize::try_from(index).ok())
-        .and_then(|index| lines.get(index).copied());
-    Rejection {
-        file: path.to_path_buf(),
-        rule: error.rule.id().to_owned(),
-        seq: error.seq.or(error.index),
-        index: error.index,
-        line,
-        message: error.message.clone(),
+/// Resolves and loads one log named on the command line.
+pub fn load(arg: &Path) -> Result<Loaded, LoadError> {
+    load_input(&resolve(arg, None)?)
+}
+
+/// Streams a resolved log into a validated session.
+pub fn load_input(input: &Input) -> Result<Loaded, LoadError> {
+    let progress = Progress::new(&format!("loading {}", input.label()));
+    let loaded = load_with(input, &progress);
+    progress.finish();
+    loaded
+}
+
+/// [`load_input`] reporting to `progress` (which the caller finishes).
+pub fn load_with(input: &Input, progress: &Progress) -> Result<Loaded, LoadError> {
+    let label = input.label();
+    with_stream(input, |stream| {
+        let mut stream = progress::observe(stream, progress);
+        let session = restore_stream(&mut stream, None, SeedOptions::default())
+            .map_err(|error| store_failure(&label, error))?;
+        let n_stored = usize::try_from(stream.n_read()).unwrap_or(usize::MAX);
+        Ok(Loaded {
+            session,
+            n_stored,
+            label: label.clone(),
+        })
+    })
+}
+
+/// Opens the stream of a resolved log and hands it to `consume`.
+pub fn with_stream<T>(
+    input: &Input,
+    consume: impl FnOnce(LogStream<'_>) -> Result<T, LoadError>,
+) -> Result<T, LoadError> {
+    let label = input.label();
+    match input {
+        Input::File(path) => consume(scan_log(path).map_err(|error| store_failure(&label, error))?),
+        Input::Stored { store, id, .. } => consume(
+            store
+                .scan(id)
+                .map_err(|error| store_failure(&label, error))?,
+        ),
+    }
+}
+
+/// Sorts a store error into invalid input (exit 1) or a failure to read (exit 2).
+pub fn store_failure(label: &str, error: StoreError) -> LoadError {
+    let file = PathBuf::from(label);
+    match error {
+        StoreError::Invalid { line, source, .. } => LoadError::Invalid(Rejection {
+            file,
+            rule: source.rule.id().to_owned(),
+            seq: source.seq.or(source.index),
+            index: source.index,
+            line,
+            message: source.message.clone(),
+        }),
+        StoreError::Codec(error) => codec_failure(&file, *error),
+        StoreError::Corrupt {
+            line, seq, detail, ..
+        } => LoadError::Invalid(Rejection {
+            file,
+            rule: "corrupt-record".into(),
+            seq,
+            index: None,
+            line,
+            message: detail,
+        }),
+        other => LoadError::Io(anyhow::Error::new(other)),
     }
 }
 

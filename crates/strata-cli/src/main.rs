@@ -8,6 +8,7 @@ mod cli;
 mod cmd;
 mod input;
 mod output;
+mod progress;
 
 use std::process::ExitCode;
 

@@ -66,6 +66,33 @@ pub fn fold_json(fold: &Fold) -> Value {
     })
 }
 
+/// An epoch-milliseconds instant as UTC `YYYY-MM-DD HH:MM:SS` (proleptic Gregorian calendar).
+pub fn utc_time(epoch_ms: u64) -> String {
+    let seconds = epoch_ms / 1000;
+    let (days, second_of_day) = (seconds / 86_400, seconds % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm, unsigned form).
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let day_of_era = z % 146_097;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + u64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}",
+        second_of_day / 3600,
+        second_of_day / 60 % 60,
+        second_of_day % 60
+    )
+}
+
 /// A one-line preview of a message: role, id and the start of its text.
 pub fn message_preview(message: &Message, width: usize) -> String {
     let text = message_text(message);

@@ -182,3 +182,7 @@ mod messages {
         strata().arg("messages").arg(bad.path()).assert().code(1);
     }
 }
+
+// The store commands and store references (issue 3).
+#[path = "cli/store.rs"]
+mod store;

@@ -2,8 +2,11 @@
 
 mod agent;
 mod chat;
+mod export;
+mod import;
 mod messages;
 mod run;
+mod sessions;
 mod surface;
 mod validate;
 
@@ -31,6 +34,18 @@ pub fn run(cli: Cli) -> anyhow::Result<Status> {
             agent,
             json,
         } => run::run(&prompt, &agent, json),
+        Command::Sessions { store, format } => sessions::run(store.store.as_deref(), format),
+        Command::Import {
+            file,
+            store,
+            format,
+        } => import::run(&file, store.store.as_deref(), format),
+        Command::Export {
+            id,
+            output,
+            store,
+            format,
+        } => export::run(&id, &output, store.store.as_deref(), format),
     }
 }
 
@@ -41,14 +56,22 @@ pub(crate) fn load_for_view(
 ) -> anyhow::Result<Option<Loaded>> {
     match load(file) {
         Ok(loaded) => Ok(Some(loaded)),
-        Err(LoadError::Invalid(rejection)) => {
+        Err(error) => report_load_error(error, format).map(|_| None),
+    }
+}
+
+/// Reports a failed load: a rejection is printed (JSON on stdout with `--json`, else text on
+/// stderr) and yields [`Status::Invalid`]; an I/O failure is returned as the error (exit 2).
+pub(crate) fn report_load_error(error: LoadError, format: Format) -> anyhow::Result<Status> {
+    match error {
+        LoadError::Invalid(rejection) => {
             if format.json {
                 output::line(&output::rejection_json(&rejection).to_string())?;
             } else {
                 eprintln!("{}", output::rejection_text(&rejection));
             }
-            Ok(None)
+            Ok(Status::Invalid)
         }
-        Err(LoadError::Io(error)) => Err(error),
+        LoadError::Io(error) => Err(error),
     }
 }

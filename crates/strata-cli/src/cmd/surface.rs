@@ -1,7 +1,7 @@
 //! `strata surface`: the model-visible events in order, and every replacement.
 
 use anyhow::Context;
-use strata_core::{fold_window, Seq};
+use strata_core::{fold_window, RawEvent, Seq};
 
 use super::{load_for_view, Status};
 use crate::cli::Format;
@@ -12,8 +12,18 @@ pub(crate) fn run(file: &std::path::Path, format: Format) -> anyhow::Result<Stat
         return Ok(Status::Invalid);
     };
     let generation = loaded.session.generation();
-    let fold = fold_window(generation, Seq::ZERO, loaded.rows.clone())
-        .context("the restored log failed an offline fold")?;
+    // The stored events (not the end-seed marker the restore added), re-folded one at a time.
+    let stored = loaded
+        .session
+        .events()
+        .get(..loaded.n_stored)
+        .unwrap_or_default();
+    let fold = fold_window(
+        generation,
+        Seq::ZERO,
+        stored.iter().map(|e| RawEvent::from_event(e)),
+    )
+    .context("the restored log failed an offline fold")?;
     if format.json {
         output::line(&output::fold_json(&fold).to_string())?;
         return Ok(Status::Ok);

@@ -1,4 +1,5 @@
-//! `strata validate`: accept or reject logs under their generation's rules.
+//! `strata validate`: accept or reject logs under their generation's rules. Each argument is a
+//! log file (raw or zstd), a `sqlite://PATH#ID` reference or a session id in the default store.
 
 use super::Status;
 use crate::cli::Format;
@@ -15,7 +16,7 @@ pub(crate) fn run(files: &[std::path::PathBuf], format: Format) -> anyhow::Resul
                     output::line(
                         &serde_json::json!({
                             "ok": true,
-                            "file": file.display().to_string(),
+                            "file": loaded.label,
                             "events": loaded.n_stored,
                             "surfaceNodes": loaded.session.surface().len(),
                             "replaceGeneration": loaded.session.surface().replace_generation(),
@@ -25,7 +26,7 @@ pub(crate) fn run(files: &[std::path::PathBuf], format: Format) -> anyhow::Resul
                 } else {
                     output::line(&format!(
                         "{}: ok ({} events, {} surface nodes, {} replacements)",
-                        file.display(),
+                        loaded.label,
                         loaded.n_stored,
                         loaded.session.surface().len(),
                         loaded.session.surface().replace_generation()

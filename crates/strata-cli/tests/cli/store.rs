@@ -1,0 +1,364 @@
+//! The store commands end to end (issue 3 item 4): `sessions`, `import`, `export`, and the
+//! inputs every viewing command accepts — zstd files, `sqlite://PATH#ID` references and bare
+//! session ids in the default store. Each test gets its own `$STRATA_HOME`, so the default store
+//! is a fresh SQLite file.
+
+use std::path::{Path, PathBuf};
+
+use super::*;
+
+/// A scratch home whose default store starts empty.
+struct Home {
+    dir: tempfile::TempDir,
+}
+
+impl Home {
+    fn new() -> Home {
+        Home {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    /// `strata` with this home's default store and no inherited store override.
+    fn strata(&self) -> Command {
+        let mut command = strata();
+        command
+            .env("STRATA_HOME", self.dir.path().join("home"))
+            .env_remove("STRATA_STORE")
+            .env("NO_COLOR", "1");
+        command
+    }
+
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("home").join("strata.db")
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn import(&self, file: &Path) {
+        self.strata().arg("import").arg(file).assert().success();
+    }
+}
+
+fn json_output(command: &mut Command) -> (Option<i32>, Value) {
+    let output = command.output().expect("run");
+    let value = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+        panic!(
+            "stdout is not one JSON value ({error}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    });
+    (output.status.code(), value)
+}
+
+/// The sample compressed as dsh does: a header frame, then one frame per batch.
+fn zstd_sample(home: &Home) -> PathBuf {
+    let text = std::fs::read(sample()).expect("sample");
+    let header_end = text.iter().position(|&b| b == b'\n').expect("header") + 1;
+    let mut bytes = zstd::bulk::compress(&text[..header_end], 3).expect("compress");
+    for chunk in text[header_end..]
+        .split_inclusive(|&b| b == b'\n')
+        .collect::<Vec<_>>()
+        .chunks(16)
+    {
+        bytes.extend(zstd::bulk::compress(&chunk.concat(), 3).expect("compress"));
+    }
+    let path = home.path("sample.session.v3.jsonl.zstd");
+    std::fs::write(&path, bytes).expect("write");
+    path
+}
+
+#[test]
+fn sessions_lists_an_empty_store_then_imports_newest_first() {
+    let home = Home::new();
+    let (code, value) = json_output(home.strata().args(["sessions", "--json"]));
+    assert_eq!(code, Some(0));
+    assert_eq!(value["sessions"], serde_json::json!([]));
+    assert_eq!(value["problems"], serde_json::json!([]));
+
+    home.import(&sample());
+    // A second, newer session: the sample with another id and a later createdAt.
+    let newer = home.path("newer.jsonl");
+    let text = std::fs::read_to_string(sample()).expect("sample");
+    std::fs::write(
+        &newer,
+        text.replacen("\"id\":\"sample-session\"", "\"id\":\"newer\"", 1)
+            .replacen(
+                "\"createdAt\":1700000000000",
+                "\"createdAt\":1800000000000",
+                1,
+            ),
+    )
+    .expect("write");
+    home.import(&newer);
+
+    let (code, value) = json_output(home.strata().args(["sessions", "--json"]));
+    assert_eq!(code, Some(0));
+    let sessions = value["sessions"].as_array().expect("sessions");
+    let ids: Vec<&str> = sessions
+        .iter()
+        .map(|s| s["id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(ids, ["newer", "sample-session"]);
+    // Each entry is the stored header, fields in stored order, without `type`.
+    assert_eq!(
+        sessions[1].to_string(),
+        r#"{"version":3,"id":"sample-session","createdAt":1700000000000,"isSeeded":false,"delegationDepth":0,"cwd":"/home/user/project"}"#
+    );
+    assert!(value["store"]
+        .as_str()
+        .expect("store")
+        .starts_with("sqlite:"));
+
+    home.strata()
+        .arg("sessions")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "sample-session  2023-11-14 22:13:20  /home/user/project",
+        ))
+        .stdout(predicate::str::contains("newer  2027-01-15 08:00:00"));
+}
+
+#[test]
+fn sessions_honours_store_flag_for_a_jsonl_root() {
+    let home = Home::new();
+    let root = home.path("root");
+    let spec = format!("jsonl:{}", root.display());
+    home.strata()
+        .args(["import", "--store", &spec])
+        .arg(sample())
+        .assert()
+        .success();
+    assert!(root
+        .join("--home-user-project--")
+        .join("sample-session")
+        .join("session.v3.jsonl")
+        .is_file());
+    let (code, value) = json_output(home.strata().args(["sessions", "--json", "--store", &spec]));
+    assert_eq!(code, Some(0));
+    assert_eq!(value["sessions"][0]["id"], "sample-session");
+    // The default store was not touched.
+    let (_, value) = json_output(home.strata().args(["sessions", "--json"]));
+    assert_eq!(value["sessions"], serde_json::json!([]));
+}
+
+#[test]
+fn import_then_export_is_byte_identical_raw_and_zstd() {
+    let home = Home::new();
+    let (code, value) = json_output(home.strata().args(["import", "--json"]).arg(sample()));
+    assert_eq!(code, Some(0));
+    assert_eq!(value["ok"], true);
+    assert_eq!(value["id"], "sample-session");
+    assert_eq!(value["events"], 130);
+
+    let raw = home.path("out.jsonl");
+    let (code, value) = json_output(
+        home.strata()
+            .args(["export", "sample-session", "--json", "-o"])
+            .arg(&raw),
+    );
+    assert_eq!(code, Some(0));
+    assert_eq!(value["events"], 130);
+    assert_eq!(
+        std::fs::read(&raw).expect("export"),
+        std::fs::read(sample()).expect("sample")
+    );
+
+    let zstd = home.path("out.jsonl.zstd");
+    home.strata()
+        .args(["export", "sample-session", "-o"])
+        .arg(&zstd)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "exported sample-session (130 events)",
+        ));
+    let bytes = std::fs::read(&zstd).expect("export");
+    assert_eq!(&bytes[..4], &[0x28, 0xB5, 0x2F, 0xFD]);
+    assert_eq!(
+        zstd::stream::decode_all(&bytes[..]).expect("decode"),
+        std::fs::read(sample()).expect("sample")
+    );
+}
+
+#[test]
+fn zstd_input_imports_and_validates_like_the_raw_file() {
+    let home = Home::new();
+    let zstd = zstd_sample(&home);
+    home.strata()
+        .arg("validate")
+        .arg(&zstd)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "ok (130 events, 6 surface nodes, 3 replacements)",
+        ));
+    home.import(&zstd);
+    let out = home.path("back.jsonl");
+    home.strata()
+        .args(["export", "sample-session", "-o"])
+        .arg(&out)
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read(&out).expect("export"),
+        std::fs::read(sample()).expect("sample")
+    );
+}
+
+#[test]
+fn viewing_commands_accept_sqlite_references_and_bare_ids() {
+    let home = Home::new();
+    home.import(&sample());
+    let reference = format!("sqlite://{}#sample-session", home.db().display());
+    home.strata()
+        .args(["validate", &reference, "sample-session"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(format!(
+            "{reference}: ok (130 events, 6 surface nodes, 3 replacements)"
+        )))
+        .stdout(predicate::str::contains(
+            "#sample-session: ok (130 events, 6 surface nodes, 3 replacements)",
+        ));
+    let (code, value) = json_output(home.strata().args(["surface", "--json", &reference]));
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        value["nodes"],
+        serde_json::json!([2, 118, 121, 122, 124, 127])
+    );
+    let (code, value) = json_output(home.strata().args(["messages", "--json", "sample-session"]));
+    assert_eq!(code, Some(0));
+    assert_eq!(value.as_array().expect("messages").len(), 6);
+}
+
+#[test]
+fn an_existing_path_wins_over_a_stored_id() {
+    let home = Home::new();
+    home.import(&sample());
+    // A file named like the stored session, holding a different (rejected) log.
+    let bad = mutated(50, |l| {
+        l.replace("\"surfaceOp\":\"append\"", "\"surfaceOp\":\"apend\"")
+    });
+    let dir = home.path("cwd");
+    std::fs::create_dir(&dir).expect("dir");
+    std::fs::copy(bad.path(), dir.join("sample-session")).expect("copy");
+    home.strata()
+        .current_dir(&dir)
+        .args(["validate", "sample-session"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "sample-session: seq 48: invalid-surfaceop",
+        ));
+}
+
+#[test]
+fn missing_inputs_exit_two_naming_them() {
+    let home = Home::new();
+    home.strata()
+        .args(["validate", "no-such-session"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no default store at"));
+    assert!(
+        !home.db().exists(),
+        "looking up an id never creates the default store"
+    );
+    home.import(&sample());
+    home.strata()
+        .args(["validate", "no-such-session"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("\"no-such-session\" not found"));
+    let missing_db = home.path("missing.db");
+    home.strata()
+        .arg("validate")
+        .arg(format!("sqlite://{}#x", missing_db.display()))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no SQLite store at"));
+    assert!(!missing_db.exists(), "a reference never creates a database");
+    home.strata()
+        .args(["validate", "sqlite://nohash"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("sqlite://PATH#ID"));
+    home.strata()
+        .args(["export", "nope", "-o"])
+        .arg(home.path("x.jsonl"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not found"));
+    home.strata()
+        .args(["import"])
+        .arg(home.path("absent.jsonl"))
+        .assert()
+        .code(2);
+    home.strata()
+        .args(["export", "sample-session"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn import_refuses_a_rejected_log_and_a_duplicate() {
+    let home = Home::new();
+    let bad = mutated(50, |l| {
+        l.replace("\"surfaceOp\":\"append\"", "\"surfaceOp\":\"apend\"")
+    });
+    let (code, value) = json_output(home.strata().args(["import", "--json"]).arg(bad.path()));
+    assert_eq!(code, Some(1));
+    assert_eq!(value["ok"], false);
+    assert_eq!(value["error"]["rule"], "invalid-surfaceop");
+    assert_eq!(value["error"]["seq"], 48);
+    assert_eq!(value["error"]["line"], 50);
+    let (_, listing) = json_output(home.strata().args(["sessions", "--json"]));
+    assert_eq!(
+        listing["sessions"],
+        serde_json::json!([]),
+        "nothing was stored"
+    );
+
+    home.import(&sample());
+    home.strata()
+        .arg("import")
+        .arg(sample())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("already exists"));
+}
+
+#[test]
+fn export_never_replaces_a_file_and_reports_a_corrupt_store_row() {
+    let home = Home::new();
+    home.import(&sample());
+    let out = home.path("taken.jsonl");
+    std::fs::write(&out, "keep me").expect("write");
+    home.strata()
+        .args(["export", "sample-session", "-o"])
+        .arg(&out)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("already exists"));
+    assert_eq!(std::fs::read_to_string(&out).expect("read"), "keep me");
+
+    // Damage one stored payload: the export names the seq and exits 1, writing nothing.
+    let conn = rusqlite::Connection::open(home.db()).expect("open store");
+    conn.execute("UPDATE events SET data = '{not json' WHERE seq = 5", [])
+        .expect("damage a row");
+    drop(conn);
+    let target = home.path("never.jsonl");
+    let (code, value) = json_output(
+        home.strata()
+            .args(["export", "sample-session", "--json", "-o"])
+            .arg(&target),
+    );
+    assert_eq!(code, Some(1));
+    assert_eq!(value["error"]["rule"], "corrupt-record");
+    assert_eq!(value["error"]["seq"], 5);
+    assert!(!target.exists());
+}
