@@ -521,6 +521,9 @@ pub(crate) struct JsonlRows {
     source: Source,
     path: PathBuf,
     file_len: u64,
+    /// Whether rows must carry seqs `0, 1, 2, …` (store reads). A file read for a tool leaves
+    /// seqs to the core, which reports a gap with its own rule and upstream's message.
+    check_seqs: bool,
     next_seq: u64,
     done: bool,
     torn: Option<TornInfo>,
@@ -564,6 +567,7 @@ impl JsonlRows {
             source,
             path: path.to_path_buf(),
             file_len,
+            check_seqs: true,
             next_seq: 0,
             done: false,
             torn: None,
@@ -633,7 +637,7 @@ impl Iterator for JsonlRows {
             Some(Ok(line)) => line,
         };
         let expected = self.next_seq;
-        if event.seq_number() != Some(expected) {
+        if self.check_seqs && event.seq_number() != Some(expected) {
             self.done = true;
             return Some(Err(StoreError::Corrupt {
                 location: self.path.display().to_string(),
@@ -1091,12 +1095,15 @@ pub fn is_zstd_file(path: &Path) -> Result<bool, StoreError> {
 }
 
 /// Streams a V3 JSONL log file outside any store, raw or zstd (told apart by content): the
-/// header at once, then complete events with contiguous seqs; a torn tail is reported by
+/// header at once, then its complete events (seqs are left for the core to judge, so a gap is
+/// reported with the core's rule); a torn tail is reported by
 /// [`LogStream::torn`] at the end, never returned. For tools that take a file path (`strata
 /// validate FILE`, `strata import FILE`).
 pub fn scan_log(path: &Path) -> Result<LogStream<'static>, StoreError> {
     let zstd = is_zstd_file(path)?;
-    Ok(JsonlRows::open(path, zstd, DEFAULT_MAX_RECORD_LEN)?.into_stream())
+    let mut rows = JsonlRows::open(path, zstd, DEFAULT_MAX_RECORD_LEN)?;
+    rows.check_seqs = false;
+    Ok(rows.into_stream())
 }
 
 /// Reads a whole V3 JSONL log file outside any store (see [`scan_log`]) into memory.

@@ -362,3 +362,29 @@ fn export_never_replaces_a_file_and_reports_a_corrupt_store_row() {
     assert_eq!(value["error"]["seq"], 5);
     assert!(!target.exists());
 }
+
+#[test]
+fn a_seq_gap_in_a_file_is_judged_by_the_core_rule() {
+    // Files are streamed to the core unjudged, so a gap reports the core's rule and upstream's
+    // text, in a zstd file as in a raw one.
+    let home = Home::new();
+    let gap = mutated(10, |l| l.replacen("\"seq\":8,", "\"seq\":9,", 1));
+    home.strata()
+        .arg("validate")
+        .arg(gap.path())
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "seq 9: seq-not-contiguous: seed event at index 8 has seq 9 (expected 8)",
+        ));
+    let text = std::fs::read(gap.path()).expect("gap");
+    let header_end = text.iter().position(|&b| b == b'\n').expect("header") + 1;
+    let mut bytes = zstd::bulk::compress(&text[..header_end], 3).expect("compress");
+    bytes.extend(zstd::bulk::compress(&text[header_end..], 3).expect("compress"));
+    let zstd = home.path("gap.jsonl.zstd");
+    std::fs::write(&zstd, bytes).expect("write");
+    let (code, value) = json_output(home.strata().args(["validate", "--json"]).arg(&zstd));
+    assert_eq!(code, Some(1));
+    assert_eq!(value["error"]["rule"], "seq-not-contiguous");
+    assert_eq!(value["error"]["line"], 10);
+}
