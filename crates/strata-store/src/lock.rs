@@ -7,7 +7,8 @@
 //!
 //! Invariants:
 //! - The lock lives exactly as long as the [`SessionLock`] value (or its process): dropping it
-//!   closes the descriptor, which releases the lock; a crashed holder never leaves a stale lock.
+//!   unlocks explicitly (a forked child may share the descriptor) and closes it; a crashed
+//!   holder never leaves a stale lock.
 //! - The pid in the file is advisory evidence for the error message only; it is never used to
 //!   decide who holds the lock.
 //! - On NFSv3 and similar file systems `flock` may not exclude remote writers.
@@ -64,9 +65,12 @@ impl SessionLock {
 
 impl Drop for SessionLock {
     fn drop(&mut self) {
-        // Clear the pid so a stale number never names the next holder; closing the descriptor
-        // (when `file` drops) releases the lock itself.
+        // Clear the pid so a stale number never names the next holder, then release the lock
+        // explicitly: a child process forked by another thread between its fork and exec
+        // shares this open file description, so merely closing our descriptor would leave
+        // the lock held until that child execs or exits.
         let _ = self.file.set_len(0);
+        let _ = fs4::fs_std::FileExt::unlock(&self.file);
     }
 }
 
