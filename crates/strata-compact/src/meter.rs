@@ -255,13 +255,15 @@ impl Ledger {
         estimator: &dyn TokenEstimator,
     ) {
         let seq = event.seq();
-        let data = event.data();
+        // `data()` is only read for the types that need it: stored events may parse their
+        // payload lazily, and most log-only events (tool calls, steps) never need parsing.
+        let data = || event.data();
         let mut price = 0_u64;
         let mut delta = 0_i64;
         match event.event_type() {
             EventType::TurnStart => {
                 self.abandon_pending();
-                self.open_turn = match data.get("turn") {
+                self.open_turn = match data().get("turn") {
                     Some(Value::Null) => None,
                     Some(turn) => Some(turn.clone()),
                     None => Some(Value::Null),
@@ -273,7 +275,7 @@ impl Ledger {
             }
             EventType::StepEnd => self.abandon_pending(),
             EventType::RequestHeader => {
-                if let Some(header) = data.get("header") {
+                if let Some(header) = data().get("header") {
                     let header = canonical_header(header, generation);
                     let tools = header
                         .get("tools")
@@ -292,29 +294,27 @@ impl Ledger {
                 "compaction/start" => {
                     self.bracket = Some(OpenBracket {
                         seq,
-                        data: data.clone(),
+                        data: data().clone(),
                     })
                 }
                 "compaction/end" => self.bracket = None,
                 _ => {}
             },
-            EventType::UserMessage => price = message_tokens(data, estimator),
+            EventType::UserMessage => price = message_tokens(data(), estimator),
             EventType::SystemMessage => {
-                price = projected_price(data.get("message"), estimator);
+                price = projected_price(data().get("message"), estimator);
             }
             EventType::AssistantMessage => {
-                price = projected_price(data.get("message"), estimator);
-                for call_id in tool_call_ids(data) {
+                price = projected_price(data().get("message"), estimator);
+                for call_id in tool_call_ids(data()) {
                     self.pending_calls.push((call_id.to_owned(), seq));
                     delta += 1;
                 }
             }
             EventType::ToolResult => {
-                price = data
-                    .get("message")
-                    .map_or(0, |message| message_tokens(message, estimator));
-                let call_id = data
-                    .get("message")
+                let message = data().get("message");
+                price = message.map_or(0, |message| message_tokens(message, estimator));
+                let call_id = message
                     .and_then(|message| message.get("source"))
                     .and_then(|source| source.get("callId"))
                     .and_then(Value::as_str);
@@ -340,7 +340,7 @@ impl Ledger {
             None => {}
         }
         if *event.event_type() == EventType::AssistantMessage {
-            if let Some(usage) = data.get("usage") {
+            if let Some(usage) = data().get("usage") {
                 let field = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
                 self.anchor = Some(Anchor {
                     seq,

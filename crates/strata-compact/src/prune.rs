@@ -15,14 +15,15 @@
 //! `sourceEventSeqs: [seq]`. That is the only rewrite core rule 9 allows a tool result.
 //!
 //! The scan is O(new events): a [`Pruner`] remembers how far it has read and which
-//! oversized results it has seen; a result that enters the surface later than that
-//! cursor is a new event, and a pruned rewrite is within the limits by construction.
+//! appended oversized results are still on the surface. A result enters the surface only
+//! as a new event (a pruned rewrite is within the limits by construction), and leaves it
+//! only through a later replacement, which must cite it; so no surface lookup is needed.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{json, Value};
 use strata_core::{
-    payload, Candidate, Event, EventType, Seq, Session, SurfaceIntent, SurfacePayload,
+    payload, Candidate, Event, EventType, Seq, Session, SurfaceIntent, SurfaceOp, SurfacePayload,
 };
 
 use crate::config::{ConfigError, PrunerConfig};
@@ -50,7 +51,8 @@ struct Cursor {
     scanned: usize,
     /// The last event scanned, kept alive so pointer identity detects a rolled-back log.
     last_event: Option<Arc<Event>>,
-    /// Oversized results seen so far that may still be on the surface, in log order.
+    /// Appended oversized results not cited by any later replacement, in log order
+    /// (which is their surface order). Invariant: each is on the surface.
     oversized: Vec<Seq>,
 }
 
@@ -140,8 +142,18 @@ impl Pruner {
         }
         let threshold = self.config.threshold_chars;
         for event in events.get(cursor.scanned..).unwrap_or(&[]) {
+            if *event.event_type() != EventType::ToolResult && event.sources().is_none() {
+                continue;
+            }
+            // A replacement cites every node it shadows (core rule 8): a cited candidate
+            // may be gone from the surface, so it is dropped (never pruned in error).
+            if let Some(SurfaceOp::Replace(_)) = event.surface_op() {
+                if let Some(sources) = event.sources() {
+                    cursor.oversized.retain(|seq| !sources.contains(seq));
+                }
+            }
             if *event.event_type() == EventType::ToolResult
-                && event.surface_op().is_some()
+                && event.surface_op() == Some(SurfaceOp::Append)
                 && inner_content(event.data()).is_some_and(|blocks| text_chars(blocks) > threshold)
             {
                 cursor.oversized.push(event.seq());
@@ -149,20 +161,12 @@ impl Pruner {
         }
         cursor.scanned = events.len();
         cursor.last_event = events.last().cloned();
-        // Drop results no longer on the surface (pruned, or compacted away).
-        let surface = session.surface();
-        cursor
-            .oversized
-            .retain(|seq| surface.position(*seq).is_some());
-        let mut ordered: Vec<(usize, Seq)> = cursor
-            .oversized
-            .iter()
-            .filter_map(|seq| surface.position(*seq).map(|position| (position, *seq)))
-            .collect();
-        ordered.sort_unstable();
+        // Appended results keep their log order on the surface, so `oversized` is in
+        // surface order, and every entry is still on the surface.
+        let ordered = cursor.oversized.clone();
         drop(cursor);
         let mut plan = PrunePlan::default();
-        for (_, seq) in ordered {
+        for seq in ordered {
             if let Some(event) = session.event(seq) {
                 if let Some((result, candidates)) = self.rewrite(event) {
                     plan.results.push(result);
