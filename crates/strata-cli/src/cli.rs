@@ -110,6 +110,37 @@ pub enum Command {
         #[command(flatten)]
         format: Format,
     },
+    /// Replace the oldest history with a checkpoint summary, keeping the newest unit
+    /// verbatim; the shadowed events stay in the log.
+    ///
+    /// LOG is a file, a `sqlite://PATH#ID` reference or a stored session id; a file written
+    /// to must sit in a JSONL store layout (ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]).
+    /// Without --dry-run the events are appended durably. Exits 1 when the attempt failed
+    /// (it is still recorded in the log).
+    ///
+    /// Example: strata compact session.v3.jsonl --offline --dry-run
+    Compact {
+        /// A session log: a file, `sqlite://PATH#ID` or a stored session id.
+        file: PathBuf,
+        /// Summarize offline with the extractive summarizer (first and last lines of each
+        /// turn, tool names and outcomes) instead of a model.
+        #[arg(long)]
+        offline: bool,
+        /// Print what would be shadowed and the token counts before and after; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Middle-elide tool results over 8,192 code points, each rewrite logged with an audit
+    /// event; the originals stay in the log.
+    ///
+    /// Example: strata prune session.v3.jsonl --dry-run
+    Prune {
+        /// A session log: a file, `sqlite://PATH#ID` or a stored session id.
+        file: PathBuf,
+        /// Print what would be rewritten and the token counts before and after; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 /// The `--store` flag of the store commands.

@@ -186,3 +186,7 @@ mod messages {
 // The store commands and store references (issue 3).
 #[path = "cli/store.rs"]
 mod store;
+
+// `strata compact` and `strata prune` (issue 5).
+#[path = "cli/compact.rs"]
+mod compact;

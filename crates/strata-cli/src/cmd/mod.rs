@@ -2,9 +2,11 @@
 
 mod agent;
 mod chat;
+mod compact;
 mod export;
 mod import;
 mod messages;
+mod prune;
 mod run;
 mod sessions;
 mod surface;
@@ -46,6 +48,12 @@ pub fn run(cli: Cli) -> anyhow::Result<Status> {
             store,
             format,
         } => export::run(&id, &output, store.store.as_deref(), format),
+        Command::Compact {
+            file,
+            offline,
+            dry_run,
+        } => compact::run(&file, offline, dry_run),
+        Command::Prune { file, dry_run } => prune::run(&file, dry_run),
     }
 }
 

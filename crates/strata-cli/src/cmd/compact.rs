@@ -1,0 +1,251 @@
+//! `strata compact`: replace the oldest history with a checkpoint summary (issue 5).
+//!
+//! Manual compaction (persistence-compaction §5.7): keeps only the newest indivisible unit,
+//! needs no open turn. `--dry-run` reads the file, resumes it in memory (crash closers
+//! included) and prints what would be shadowed and the token counts before and after;
+//! otherwise the session is opened for writing through its store (taking the writer lock
+//! and closing a crashed turn durably) and the compaction batch is appended durably.
+
+use std::path::Path;
+
+use anyhow::{bail, Context};
+use strata_compact::{
+    block_on, restore_resumed, ByteEstimator, CompactionConfig, CompactionOutcome, Compactor,
+    ExtractiveSummarizer, IdGenerator, TokenEstimator as _, Trigger, WriterHost,
+    CHECKPOINT_PREAMBLE,
+};
+use strata_core::{SeedOptions, Seq, Session};
+use strata_store::{read_log, Compression, SessionWriter, Store};
+
+use super::{load_for_view, Status};
+use crate::cli::Format;
+use crate::input::{resolve, Input, LoadError};
+use crate::output;
+
+pub(crate) fn run(file: &Path, offline: bool, dry_run: bool) -> anyhow::Result<Status> {
+    if !offline && !dry_run {
+        bail!(
+            "online summarization is not available from the command line yet; \
+             pass --offline for the extractive summary, or --dry-run"
+        );
+    }
+    let compactor = Compactor::new(CompactionConfig::default())?;
+    if dry_run {
+        let Some(session) = load_resumed(file)? else {
+            return Ok(Status::Invalid);
+        };
+        return dry_run_report(file, &session, &compactor, offline);
+    }
+    let writer = open_for_write(file)?;
+    let before = writer.with_session(|session| compactor.measure(session));
+    let mut host = WriterHost::new(&writer);
+    let ids = IdGenerator::seeded(entropy()).next_ids();
+    let outcome = block_on(compactor.compact_now(&mut host, &ExtractiveSummarizer, &ids))
+        .with_context(|| format!("compacting {}", file.display()))?;
+    let after = writer.with_session(|session| compactor.measure(session));
+    drop(host);
+    writer
+        .close()
+        .with_context(|| format!("closing {}", file.display()))?;
+    match outcome {
+        None => {
+            output::line(&format!("{}: no compactable history yet", file.display()))?;
+            Ok(Status::Ok)
+        }
+        Some(CompactionOutcome::Compacted {
+            checkpoint_seq,
+            n_shadowed,
+            ..
+        }) => {
+            output::line(&format!(
+                "{}: compacted {n_shadowed} history items into a checkpoint at seq {checkpoint_seq}; tokens {} → {}",
+                file.display(),
+                before.total_tokens,
+                after.total_tokens
+            ))?;
+            Ok(Status::Ok)
+        }
+        Some(CompactionOutcome::Failed { error }) => {
+            eprintln!(
+                "{}: compaction failed and was recorded; the conversation is unchanged: {error}",
+                file.display()
+            );
+            Ok(Status::Invalid)
+        }
+    }
+}
+
+fn dry_run_report(
+    file: &Path,
+    session: &Session,
+    compactor: &Compactor,
+    offline: bool,
+) -> anyhow::Result<Status> {
+    let before = compactor.measure(session);
+    let Some(plan) = compactor.plan(session, Trigger::Manual)? else {
+        output::line(&format!(
+            "{}: no compactable history yet ({} surface nodes, {} tokens)",
+            file.display(),
+            before.n_nodes,
+            before.total_tokens
+        ))?;
+        return Ok(Status::Ok);
+    };
+    let region = plan.region();
+    output::line(&format!(
+        "{}: would shadow {} of {} surface nodes (positions {}..={}, {} tokens), keeping {} tokens verbatim",
+        file.display(),
+        plan.shadowed().len(),
+        before.n_nodes,
+        region.start_index,
+        region.end_index,
+        region.shadowed_tokens,
+        region.retained_tokens
+    ))?;
+    output::line(&format!(
+        "  shadowed seqs: {}",
+        seq_ranges(plan.shadowed(), 12)
+    ))?;
+    for seq in [plan.start(), plan.end()] {
+        if let Some(message) = session.project(seq) {
+            output::line(&format!(
+                "  {:>8}  {}",
+                seq.get(),
+                output::message_preview(&message, 60)
+            ))?;
+        }
+    }
+    if !offline {
+        let framing = ByteEstimator.text_tokens_for_len(CHECKPOINT_PREAMBLE.len() + 64);
+        let bound = before.total_tokens - region.shadowed_tokens
+            + u64::from(compactor.config().max_summary_tokens)
+            + framing;
+        output::line(&format!(
+            "  tokens: {} → at most {bound} (summary capped at {} tokens)",
+            before.total_tokens,
+            compactor.config().max_summary_tokens
+        ))?;
+        return Ok(Status::Ok);
+    }
+    let request = plan.summary_request(session);
+    let result = block_on(compactor.summarize(&request, &ExtractiveSummarizer));
+    let ids = IdGenerator::seeded(0).next_ids();
+    let batch = compactor.finish(&plan, session, result, &ids)?;
+    match batch.outcome {
+        CompactionOutcome::Compacted {
+            checkpoint_tokens, ..
+        } => {
+            output::line(&format!(
+                "  tokens: {} → {} (extractive checkpoint of {checkpoint_tokens} tokens)",
+                before.total_tokens,
+                before.total_tokens - region.shadowed_tokens + checkpoint_tokens
+            ))?;
+            Ok(Status::Ok)
+        }
+        CompactionOutcome::Failed { error } => {
+            output::line(&format!("  would fail (and be recorded): {error}"))?;
+            Ok(Status::Invalid)
+        }
+    }
+}
+
+/// Loads and validates `file`, then resumes it in memory as a writer would (closing an
+/// open compaction bracket and turn), so a dry run plans on what a real run would see.
+pub(crate) fn load_resumed(file: &Path) -> anyhow::Result<Option<Session>> {
+    let Some(loaded) = load_for_view(file, Format { json: false })? else {
+        return Ok(None);
+    };
+    let header = loaded.session.header().clone();
+    // The stored events, without the end-seed marker the viewing restore added.
+    let mut rows = loaded.session.to_raw_events();
+    rows.truncate(loaded.n_stored);
+    let resumed = restore_resumed(header, rows, SeedOptions::default())
+        .with_context(|| format!("resuming {}", file.display()))?;
+    Ok(Some(resumed.session))
+}
+
+/// Opens the session `arg` names for writing (taking the writer lock; a crashed turn is
+/// closed durably): a stored session (`sqlite://PATH#ID` or an id in the default store), or
+/// a file inside a JSONL store layout (`ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]`).
+pub(crate) fn open_for_write(arg: &Path) -> anyhow::Result<SessionWriter> {
+    let (store, id) = match resolve(arg, None) {
+        Ok(Input::Stored { store, id, .. }) => (store, id),
+        Ok(Input::File(file)) => store_of_file(&file)?,
+        Err(LoadError::Io(error)) => return Err(error),
+        Err(LoadError::Invalid(rejection)) => bail!("{}", output::rejection_text(&rejection)),
+    };
+    store
+        .open_write(&id)
+        .with_context(|| format!("opening {} for writing", arg.display()))
+}
+
+/// The JSONL store a log file lives in, and its session id.
+fn store_of_file(file: &Path) -> anyhow::Result<(Store, String)> {
+    let stored = read_log(file).with_context(|| format!("reading {}", file.display()))?;
+    let id = stored.header.id().to_owned();
+    let compression = if file.extension().is_some_and(|ext| ext == "zstd") {
+        Compression::Zstd
+    } else {
+        Compression::None
+    };
+    let layout_help = || {
+        format!(
+            "{} is not in a session store layout (ROOT/--PROJECT--/ID/session.v3.jsonl); \
+             only --dry-run works on a loose file",
+            file.display()
+        )
+    };
+    let root = file
+        .parent()
+        .and_then(Path::parent)
+        .and_then(Path::parent)
+        .with_context(layout_help)?;
+    let store = Store::jsonl(root, compression);
+    let found = store.read(&id).with_context(layout_help)?;
+    let same = std::fs::canonicalize(&found.location).ok() == std::fs::canonicalize(file).ok();
+    if !same {
+        bail!(
+            "{}: the store at {} keeps session {id:?} in {}",
+            layout_help(),
+            root.display(),
+            found.location
+        );
+    }
+    Ok((store, id))
+}
+
+/// Seqs as compact ranges (`4..9, 12, 15..20`), at most `limit` ranges.
+pub(crate) fn seq_ranges(seqs: &[Seq], limit: usize) -> String {
+    let mut ranges: Vec<(u64, u64)> = Vec::new();
+    for seq in seqs {
+        match ranges.last_mut() {
+            Some((_, end)) if *end + 1 == seq.get() => *end = seq.get(),
+            _ => ranges.push((seq.get(), seq.get())),
+        }
+    }
+    let shown: Vec<String> = ranges
+        .iter()
+        .take(limit)
+        .map(|(start, end)| {
+            if start == end {
+                start.to_string()
+            } else {
+                format!("{start}..{end}")
+            }
+        })
+        .collect();
+    let more = ranges.len().saturating_sub(limit);
+    if more > 0 {
+        format!("{}, … ({more} more ranges)", shown.join(", "))
+    } else {
+        shown.join(", ")
+    }
+}
+
+/// Seed for compaction ids: the clock and the pid (ids need uniqueness, not secrecy).
+fn entropy() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos() as u64);
+    nanos ^ (u64::from(std::process::id()) << 32)
+}

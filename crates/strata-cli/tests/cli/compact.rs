@@ -1,0 +1,171 @@
+//! `strata compact` and `strata prune` end to end (issue 5 item 4): dry runs change nothing
+//! and report tokens before and after; real runs append durably through the session's store
+//! and leave a log that validates.
+
+use std::path::PathBuf;
+
+use strata_core::synth::{generate, SynthConfig};
+use strata_store::{read_log, Compression, Store};
+
+use super::*;
+
+/// A synthetic session imported into a raw JSONL store under a temp dir; returns the dir
+/// (keep it alive) and the session file inside the store layout.
+fn stored_session(content_bytes: usize) -> (tempfile::TempDir, PathBuf) {
+    let session = generate(&SynthConfig {
+        events: 600,
+        seed: 3,
+        content_bytes,
+        compact_every: 0,
+        prune_rate: 0.0,
+        id: "cli-compact".into(),
+    })
+    .expect("synthetic session");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = Store::jsonl(dir.path().join("root"), Compression::None);
+    store
+        .import(session.header().clone(), session.to_raw_events())
+        .expect("import");
+    let location = store.read("cli-compact").expect("read").location;
+    (dir, PathBuf::from(location))
+}
+
+fn event_types(file: &std::path::Path) -> Vec<String> {
+    read_log(file)
+        .expect("read log")
+        .events
+        .iter()
+        .map(|event| event.type_tag().unwrap_or("").to_owned())
+        .collect()
+}
+
+fn stdout_of(command: &mut Command) -> String {
+    let output = command.output().expect("run strata");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("utf8")
+}
+
+#[test]
+fn a_dry_run_reports_the_span_and_tokens_and_writes_nothing() {
+    let (_dir, file) = stored_session(120);
+    let before = std::fs::read(&file).expect("read");
+    let text = stdout_of(
+        strata()
+            .args(["compact", "--offline", "--dry-run"])
+            .arg(&file),
+    );
+    assert!(text.contains(": would shadow "), "{text}");
+    assert!(text.contains("  shadowed seqs: "), "{text}");
+    assert!(text.contains("(extractive checkpoint of "), "{text}");
+    assert_eq!(std::fs::read(&file).expect("read"), before);
+    // Without --offline a dry run still plans, with an upper bound for the summary.
+    let text = stdout_of(strata().args(["compact", "--dry-run"]).arg(&file));
+    assert!(text.contains("(summary capped at 8192 tokens)"), "{text}");
+}
+
+#[test]
+fn an_offline_compaction_appends_one_bracketed_batch_that_validates() {
+    let (_dir, file) = stored_session(120);
+    let n_before = event_types(&file).len();
+    let text = stdout_of(strata().args(["compact", "--offline"]).arg(&file));
+    assert!(
+        text.contains("history items into a checkpoint at seq "),
+        "{text}"
+    );
+    let types = event_types(&file);
+    // Opening for writing adds the end-seed marker; then the compaction batch.
+    assert_eq!(
+        &types[n_before..],
+        [
+            "session/end-seed",
+            "compaction/start",
+            "compaction/summary",
+            "user/message",
+            "compaction/end"
+        ]
+    );
+    strata()
+        .arg("validate")
+        .arg(&file)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("1 replacements"));
+}
+
+#[test]
+fn online_compaction_without_a_model_is_a_usage_error() {
+    let (_dir, file) = stored_session(120);
+    strata()
+        .arg("compact")
+        .arg(&file)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--offline"));
+}
+
+#[test]
+fn a_loose_file_can_be_planned_but_not_written() {
+    let loose = tempfile::tempdir().expect("temp dir");
+    let file = loose.path().join("copy.v3.jsonl");
+    std::fs::copy(sample(), &file).expect("copy");
+    strata()
+        .args(["compact", "--offline"])
+        .arg(&file)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not in a session store layout"));
+    strata()
+        .args(["compact", "--offline", "--dry-run"])
+        .arg(&file)
+        .assert()
+        .success();
+}
+
+#[test]
+fn prune_rewrites_oversized_results_once() {
+    let (_dir, file) = stored_session(5_000);
+    let text = stdout_of(strata().args(["prune", "--dry-run"]).arg(&file));
+    assert!(text.contains(": would prune "), "{text}");
+    assert!(text.contains(" code points, "), "{text}");
+    let n_before = event_types(&file).len();
+    let text = stdout_of(strata().arg("prune").arg(&file));
+    assert!(text.contains(": pruned "), "{text}");
+    let types = event_types(&file);
+    assert!(types[n_before..].iter().any(|t| t == "compaction/prune"));
+    strata().arg("validate").arg(&file).assert().success();
+    let text = stdout_of(strata().arg("prune").arg(&file));
+    assert!(
+        text.contains("no tool result over 8192 code points"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_sqlite_reference_is_compacted_in_its_store() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("strata.db");
+    let session = generate(&SynthConfig {
+        events: 400,
+        compact_every: 0,
+        prune_rate: 0.0,
+        id: "in-sqlite".into(),
+        ..SynthConfig::default()
+    })
+    .expect("synthetic session");
+    Store::sqlite(&db)
+        .expect("sqlite store")
+        .import(session.header().clone(), session.to_raw_events())
+        .expect("import");
+    let reference = format!("sqlite://{}#in-sqlite", db.display());
+    let text = stdout_of(strata().args(["compact", "--offline", &reference]));
+    assert!(text.contains("into a checkpoint at seq "), "{text}");
+    strata()
+        .args(["surface", &reference])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("1 replacements"));
+}
