@@ -36,6 +36,7 @@ use crate::layout::{encode_segment, parse_session_file_name, project_key, sessio
 use crate::lines::DEFAULT_MAX_RECORD_LEN;
 use crate::lock::{SessionLock, LOCK_FILE_NAME};
 use crate::memory::sort_newest_first;
+use crate::prefetch::Prefetch;
 use crate::store::{
     Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream, StoredLog, TornInfo,
 };
@@ -581,10 +582,11 @@ impl JsonlRows {
         }
     }
 
+    /// The rows as a stream, decoded ahead on a helper thread (see `prefetch`).
     fn into_stream(self) -> LogStream<'static> {
         let header = self.header().clone();
         let location = self.path.display().to_string();
-        LogStream::new(header, location, Some(2), self)
+        LogStream::new(header, location, Some(2), Prefetch::start(self))
     }
 
     /// Records what the read left unread at the end of the file.
@@ -828,24 +830,80 @@ fn line_seq(line: &[u8]) -> Option<u64> {
     parsed.seq.as_ref().and_then(non_negative_safe_integer)
 }
 
-/// The events with seq `from_seq..` of a zstd log: frames are located structurally (headers
-/// only), then decompressed from the end until one starts at or before `from_seq`, so a tail
-/// read decompresses O(tail) bytes. A torn final frame contributes its complete records, as in
-/// a full read.
+/// The events with seq `from_seq..` of a zstd log, read from its end so a tail read costs
+/// O(tail): the last frames are found by searching backwards for the frame magic and accepting
+/// a candidate only when the frames from it chain structurally to the end of the file; their
+/// plaintext is checksummed on decompression and their seqs must run contiguously to
+/// `from_seq`. Anything else (no such chain near the end, a frame that does not decompress,
+/// seqs that do not fit) falls back to the whole-file walk, which is the authority.
 fn read_tail_zstd(
     path: &Path,
     from_seq: u64,
     max_record_len: usize,
 ) -> Result<Vec<RawEvent>, StoreError> {
+    const MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
     let file = File::open(path).map_err(|source| StoreError::io("open", path, source))?;
+    let len = file
+        .metadata()
+        .map_err(|source| StoreError::io("stat", path, source))?
+        .len();
+    let mut window: u64 = 16 * 1024;
+    // `region` holds the file's bytes from `region_start` to its end.
+    let mut region_start = len;
+    let mut region: Vec<u8> = Vec::new();
+    while region_start > 0 && window < len / 2 {
+        let start = region_start.saturating_sub(window);
+        let mut earlier = vec![0; usize::try_from(region_start - start).unwrap_or(0)];
+        file.read_exact_at(&mut earlier, start)
+            .map_err(|source| StoreError::io("read", path, source))?;
+        earlier.extend_from_slice(&region);
+        region = earlier;
+        region_start = start;
+        window = window.saturating_mul(2);
+        // The earliest magic from which the frames chain to the end of the file.
+        let candidate = region
+            .windows(4)
+            .enumerate()
+            .filter(|(_, bytes)| *bytes == MAGIC)
+            .map(|(index, _)| index)
+            .find(|&index| scan_frames(&region[index..]).is_ok_and(|scan| !scan.frames.is_empty()));
+        let Some(candidate) = candidate else {
+            continue;
+        };
+        let header_at_start = region_start == 0 && candidate == 0;
+        if let Ok(Some(events)) = tail_of_frames(
+            path,
+            &region[candidate..],
+            header_at_start,
+            from_seq,
+            max_record_len,
+        ) {
+            return Ok(events);
+        }
+    }
     let bytes = read_all(path, file)?;
+    tail_of_frames(path, &bytes, true, from_seq, max_record_len)
+        .map(|events| events.unwrap_or_default())
+}
+
+/// The events with seq `from_seq..` in the frames of `bytes` (a whole zstd log when
+/// `header_at_start`, else a run of event frames ending at the end of the log): frames are
+/// decompressed from the end until one starts at or before `from_seq`. `None` when the run does
+/// not reach back that far (only possible without the header).
+fn tail_of_frames(
+    path: &Path,
+    bytes: &[u8],
+    header_at_start: bool,
+    from_seq: u64,
+    max_record_len: usize,
+) -> Result<Option<Vec<RawEvent>>, StoreError> {
     let corrupt = |detail: String| StoreError::Corrupt {
         location: path.display().to_string(),
         line: None,
         seq: Some(from_seq),
         detail,
     };
-    let scan = scan_frames(&bytes).map_err(|error| corrupt(error.to_string()))?;
+    let scan = scan_frames(bytes).map_err(|error| corrupt(error.to_string()))?;
     let mut decoder = zstd::stream::raw::Decoder::new()
         .map_err(|source| StoreError::io("decode", path, source))?;
     // Plaintexts of the frames needed, newest first.
@@ -861,14 +919,16 @@ fn read_tail_zstd(
             plaintexts.push(plain);
         }
     }
-    // Frame 0 is the header; event frames follow.
-    for frame in scan.frames.iter().skip(1).rev() {
-        if plaintexts
+    // Frame 0 of a whole log is the header; event frames follow.
+    let reaches = |plaintexts: &[Vec<u8>]| {
+        plaintexts
             .last()
             .and_then(|plain| plain.split(|&byte| byte == b'\n').next())
             .and_then(line_seq)
             .is_some_and(|first| first <= from_seq)
-        {
+    };
+    for frame in scan.frames.iter().skip(usize::from(header_at_start)).rev() {
+        if reaches(&plaintexts) {
             break;
         }
         let mut plain = Vec::new();
@@ -891,6 +951,9 @@ fn read_tail_zstd(
             )));
         }
         plaintexts.push(plain);
+    }
+    if !header_at_start && !reaches(&plaintexts) {
+        return Ok(None);
     }
     let mut events = Vec::new();
     let mut expected: Option<u64> = None;
@@ -935,7 +998,7 @@ fn read_tail_zstd(
             )));
         }
     }
-    Ok(events)
+    Ok(Some(events))
 }
 
 /// Creates a directory (mode 0700) if missing and makes its name durable in its parent.

@@ -65,6 +65,7 @@ mod layout;
 mod lines;
 mod lock;
 mod memory;
+mod prefetch;
 mod ranges;
 mod sqlite;
 mod store;

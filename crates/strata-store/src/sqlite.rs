@@ -36,6 +36,7 @@ use crate::layout::encode_segment;
 use crate::lines::DEFAULT_MAX_RECORD_LEN;
 use crate::lock::SessionLock;
 use crate::memory::sort_newest_first;
+use crate::prefetch::Prefetch;
 use crate::store::{
     default_sqlite_path, Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream,
 };
@@ -575,7 +576,7 @@ impl Backend for SqliteBackend {
             (header, u64::try_from(n_stored).unwrap_or(0))
         };
         let rows = SqliteRows {
-            backend: self,
+            backend: self.clone(),
             id: id.to_owned(),
             page: Vec::new().into_iter(),
             n_yielded: 0,
@@ -583,7 +584,13 @@ impl Backend for SqliteBackend {
             next_seq: 0,
             done: false,
         };
-        Ok(LogStream::new(header, self.location(id), None, rows))
+        // Rows are decoded ahead on a helper thread (see `prefetch`).
+        Ok(LogStream::new(
+            header,
+            self.location(id),
+            None,
+            Prefetch::start(rows),
+        ))
     }
 
     fn read_from(&self, id: &str, from_seq: u64) -> Result<Vec<RawEvent>, StoreError> {
@@ -648,9 +655,10 @@ impl Backend for SqliteBackend {
 const PAGE_ROWS: usize = 1024;
 
 /// The rows of one session, read a page at a time (keyset pagination on `seq`) on the shared
-/// reader connection, which is locked only while a page is read.
-struct SqliteRows<'a> {
-    backend: &'a SqliteBackend,
+/// reader connection, which is locked only while a page is read (so a read-ahead thread never
+/// holds it while the caller waits).
+struct SqliteRows {
+    backend: SqliteBackend,
     id: String,
     page: std::vec::IntoIter<RawEvent>,
     /// Rows handed out so far.
@@ -662,7 +670,7 @@ struct SqliteRows<'a> {
     done: bool,
 }
 
-impl Iterator for SqliteRows<'_> {
+impl Iterator for SqliteRows {
     type Item = Result<RawEvent, StoreError>;
 
     fn next(&mut self) -> Option<Self::Item> {
@@ -694,7 +702,7 @@ impl Iterator for SqliteRows<'_> {
     }
 }
 
-impl EventRows for SqliteRows<'_> {
+impl EventRows for SqliteRows {
     fn progress(&self) -> Option<(u64, u64)> {
         Some((self.n_yielded.min(self.n_stored), self.n_stored))
     }

@@ -19,5 +19,8 @@ mod hostile;
 /// SIGKILL crash test against the `strata-crash-writer` helper (issue 3).
 mod crash;
 
+/// Streaming reads at scale: huge zstd frames, tail reads from the end (issue 3).
+mod stream;
+
 /// Migration of older generations to V3 (issue 4).
 mod migrate;
