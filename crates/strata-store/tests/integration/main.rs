@@ -19,6 +19,9 @@ mod hostile;
 /// SIGKILL crash test against the `strata-crash-writer` helper (issue 3).
 mod crash;
 
+/// Simulated crashes at random syncs against a naive model, raw and zstd (issue 3 item 3).
+mod simcrash;
+
 /// Streaming reads at scale: huge zstd frames, tail reads from the end (issue 3).
 mod stream;
 
