@@ -172,7 +172,8 @@ pub enum StoreError {
         /// strata's id.
         expected: i64,
     },
-    /// The writer's idea of the next seq disagrees with the store's (a stale writer).
+    /// The writer's idea of the next seq disagrees with the store's: a stale writer, or the
+    /// loser of two writers racing on one session (PostgreSQL's expected-next-seq check).
     #[error("stale writer for session {id:?}: it appends at seq {expected}, but the store's next seq is {found}")]
     SeqConflict {
         /// The session id.
@@ -194,6 +195,39 @@ pub enum StoreError {
         /// The truncate or sync error.
         rollback: io::Error,
     },
+    /// A PostgreSQL operation failed (with the server's message, code and detail when the
+    /// server sent one).
+    #[error("{store}: {op}: {}", postgres_message(source))]
+    Postgres {
+        /// The store, as `postgres://user@host:port/db?schema=NAME` (never a password).
+        store: String,
+        /// What was being done.
+        op: &'static str,
+        /// The driver's error.
+        #[source]
+        source: postgres::Error,
+    },
+    /// The PostgreSQL schema was made by another strata schema version, or holds tables strata
+    /// did not make (bump-and-reject; `found` is 0 when there is no version row).
+    #[error("{store}: schema {schema:?} has strata schema version {found}, but this build reads only version {expected}")]
+    PostgresSchemaVersion {
+        /// The store.
+        store: String,
+        /// The PostgreSQL schema.
+        schema: String,
+        /// The version recorded in the schema's `schema_version` table.
+        found: i64,
+        /// The version this build reads.
+        expected: i64,
+    },
+    /// A PostgreSQL store address that cannot be used.
+    #[error("postgres store {url}: {detail}")]
+    PostgresUrl {
+        /// The address, its password removed.
+        url: String,
+        /// What is wrong with it.
+        detail: String,
+    },
     /// A failure injected by a test backend.
     #[error("injected failure: {0}")]
     Injected(String),
@@ -213,6 +247,41 @@ impl StoreError {
             source,
         }
     }
+}
+
+/// The driver's error with what its `Display` leaves out: the server's severity, message,
+/// SQLSTATE and detail, or the chain of causes.
+pub(crate) fn postgres_message(error: &postgres::Error) -> String {
+    if let Some(db) = error.as_db_error() {
+        let mut out = format!(
+            "{} {}: {}",
+            db.severity().to_lowercase(),
+            db.code().code(),
+            db.message()
+        );
+        if let Some(detail) = db.detail() {
+            out.push_str(" (");
+            out.push_str(detail);
+            out.push(')');
+        }
+        return out;
+    }
+    error_chain(error)
+}
+
+/// An error and its sources, joined by `: `.
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut out = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !out.ends_with(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = cause.source();
+    }
+    out
 }
 
 fn at(line: Option<u64>, seq: Option<u64>) -> String {

@@ -4,8 +4,8 @@
 //! the dsh on-disk vocabulary (the V3 JSONL line codec, `sourceEventSeqs` range encoding, the
 //! directory and file naming, zstd framing) and the stores built on it: a [`Backend`] seam with
 //! a written contract, implemented by [`MemoryBackend`], [`JsonlBackend`] (raw or zstd, dsh's
-//! layout) and [`SqliteBackend`] (the embedded default), and [`Store`] / [`SessionWriter`] on
-//! top. It never decides whether an event is acceptable: every event passes through strata-core
+//! layout), [`SqliteBackend`] (the embedded default) and [`PostgresBackend`] (sessions shared
+//! by many hosts), and [`Store`] / [`SessionWriter`] on top. It never decides whether an event is acceptable: every event passes through strata-core
 //! before a byte is written, and every stored log is judged by the core when it is loaded.
 //!
 //! ```
@@ -45,6 +45,10 @@ pub use lines::{
     Fragment, LineError, LineScanner, LineScannerConfig, Record, DEFAULT_MAX_RECORD_LEN,
 };
 pub use memory::MemoryBackend;
+pub use postgres::{
+    Follower, PostgresBackend, PostgresConfig, DEFAULT_SCHEMA as POSTGRES_DEFAULT_SCHEMA,
+    SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION,
+};
 pub use ranges::{decode_source_seqs, encode_source_seqs, RangeError, MAX_SAFE_SEQ};
 pub use sqlite::{SqliteBackend, APPLICATION_ID, COMPRESS_THRESHOLD, SCHEMA_VERSION};
 pub use store::{
@@ -65,6 +69,7 @@ mod layout;
 mod lines;
 mod lock;
 mod memory;
+mod postgres;
 mod prefetch;
 mod ranges;
 mod sqlite;

@@ -230,6 +230,22 @@ pub trait Backend: Send + Sync {
         events: &[Arc<Event>],
     ) -> Result<Box<dyn LogAppender>, StoreError>;
 
+    /// Publishes a fork child like [`Backend::create`]. `events[..n_shared]` are verbatim copies
+    /// of the stored events `0..n_shared` of the session `parent` heads, so a backend may copy
+    /// those rows where they lie instead of writing them again (PostgreSQL: `INSERT … SELECT`);
+    /// it must then refuse, changing nothing, when the stored parent no longer matches `parent`.
+    /// The default writes every event through [`Backend::create`].
+    fn create_fork(
+        &self,
+        parent: &SessionHeader,
+        n_shared: u64,
+        header: &SessionHeader,
+        events: &[Arc<Event>],
+    ) -> Result<Box<dyn LogAppender>, StoreError> {
+        let _ = (parent, n_shared);
+        self.create(header, events)
+    }
+
     /// Opens a stored session for appending: takes the writer lock, streams the log to `load`
     /// (which must consume it to its end), then drops a torn tail and returns an appender
     /// positioned after the last event streamed. When `load` fails nothing is modified and the
@@ -487,7 +503,11 @@ impl Store {
             u64::try_from(now_ms()).unwrap_or(0),
         )
         .map_err(ForkError::Refused)?;
-        let appender = self.backend.create(child.header(), child.events())?;
+        // The inherited prefix is the parent's stored rows (a marker the restore added is not).
+        let n_shared = child.inherited_count().min(n_stored);
+        let appender =
+            self.backend
+                .create_fork(parent.header(), n_shared, child.header(), child.events())?;
         Ok(SessionWriter::start(
             child,
             appender,

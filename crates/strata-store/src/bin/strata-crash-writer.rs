@@ -3,7 +3,8 @@
 //! killed. The crash test SIGKILLs it at random moments and checks that every acknowledged
 //! event survived and the log validates.
 //!
-//! Usage: `strata-crash-writer <raw|zstd|sqlite> <path> <session-id> [text-len]`
+//! Usage: `strata-crash-writer <raw|zstd|sqlite|postgres> <path or postgres://address>
+//! <session-id> [text-len]`
 //!
 //! On start it opens the session for writing (creating it if missing), which repairs a turn a
 //! previous kill left open, and prints `open <durable events> <closers added>`.
@@ -15,13 +16,16 @@ use std::process::ExitCode;
 use strata_core::{HeaderSpec, SessionHeader};
 use strata_store::synth::turn_candidates;
 use strata_store::{
-    Compression, JsonlBackend, JsonlConfig, SessionWriter, SqliteBackend, Store, StoreError,
+    Compression, JsonlBackend, JsonlConfig, PostgresBackend, SessionWriter, SqliteBackend, Store,
+    StoreError,
 };
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 4 {
-        eprintln!("usage: strata-crash-writer <raw|zstd|sqlite> <path> <session-id> [text-len]");
+        eprintln!(
+            "usage: strata-crash-writer <raw|zstd|sqlite|postgres> <path|address> <session-id> [text-len]"
+        );
         return ExitCode::from(2);
     }
     let text_len = args.get(4).and_then(|len| len.parse().ok()).unwrap_or(200);
@@ -39,6 +43,9 @@ fn run(kind: &str, path: PathBuf, id: &str, text_len: usize) -> Result<(), Strin
         "raw" => Store::new(JsonlBackend::new(JsonlConfig::new(path, Compression::None))),
         "zstd" => Store::new(JsonlBackend::new(JsonlConfig::new(path, Compression::Zstd))),
         "sqlite" => Store::new(SqliteBackend::open(&path).map_err(|e| e.to_string())?),
+        "postgres" => Store::new(
+            PostgresBackend::connect(&path.to_string_lossy()).map_err(|e| e.to_string())?,
+        ),
         other => return Err(format!("unknown backend {other:?}")),
     };
     let writer = open_or_create(&store, id).map_err(|e| e.to_string())?;

@@ -13,13 +13,44 @@ pub enum Kind {
     Raw,
     Zstd,
     Sqlite,
+    /// A schema of its own on the test server (see `pg.rs`); left out, after a loud SKIP
+    /// notice, when there is no server and none is required.
+    Postgres,
 }
 
-pub const ALL: [Kind; 4] = [Kind::Memory, Kind::Raw, Kind::Zstd, Kind::Sqlite];
+/// The durable backends that need no server.
 pub const DURABLE: [Kind; 3] = [Kind::Raw, Kind::Zstd, Kind::Sqlite];
 
+const EVERY: [Kind; 5] = [
+    Kind::Memory,
+    Kind::Raw,
+    Kind::Zstd,
+    Kind::Sqlite,
+    Kind::Postgres,
+];
+
+/// Every backend this run can test, PostgreSQL included when a server is there.
+pub fn all() -> Vec<Kind> {
+    EVERY.into_iter().filter(|kind| available(*kind)).collect()
+}
+
+/// Every durable backend this run can test.
+pub fn durable() -> Vec<Kind> {
+    all()
+        .into_iter()
+        .filter(|kind| *kind != Kind::Memory)
+        .collect()
+}
+
+fn available(kind: Kind) -> bool {
+    kind != Kind::Postgres || crate::pg::server().is_some()
+}
+
+/// A fresh store of `kind`: files under `dir`, or (Postgres) a schema of its own, dropped with
+/// the store.
 pub fn store(kind: Kind, dir: &Path) -> Store {
     match kind {
+        Kind::Postgres => crate::pg::store("contract").expect("a PostgreSQL server"),
         Kind::Memory => Store::memory(),
         Kind::Raw => Store::new(JsonlBackend::new(JsonlConfig::new(
             dir.join("raw"),

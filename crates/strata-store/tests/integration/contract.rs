@@ -1,5 +1,5 @@
 //! The store contract (issue 3 item 1), run identically against every backend: memory, raw
-//! JSONL, zstd JSONL and SQLite.
+//! JSONL, zstd JSONL, SQLite and PostgreSQL (issue 8).
 
 use std::sync::Arc;
 use std::thread;
@@ -10,10 +10,10 @@ use strata_core::{
 };
 use strata_store::{AppendError, ForkError, MemoryBackend, Store, StoreError};
 
-use crate::common::{append_turns, header, partial_turn, store, Kind, ALL, DURABLE};
+use crate::common::{all, append_turns, durable, header, partial_turn, store, Kind};
 
 fn each_backend(test: impl Fn(Kind, Store)) {
-    for kind in ALL {
+    for kind in all() {
         let dir = tempfile::tempdir().unwrap();
         test(kind, store(kind, dir.path()));
     }
@@ -148,7 +148,7 @@ fn rejected_append_changes_nothing_and_the_writer_stays_usable() {
 
 #[test]
 fn concurrent_appends_are_group_committed_and_dense() {
-    for kind in DURABLE {
+    for kind in durable() {
         let dir = tempfile::tempdir().unwrap();
         let store = store(kind, dir.path());
         let writer = Arc::new(store.create(header("g", 1)).unwrap());

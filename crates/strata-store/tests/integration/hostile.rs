@@ -11,7 +11,7 @@ use strata_store::{
     DEFAULT_MAX_RECORD_LEN,
 };
 
-use crate::common::{store, Kind, ALL};
+use crate::common::{all, store, Kind};
 
 fn header_for(id: &str) -> SessionHeader {
     SessionHeader::new(HeaderSpec {
@@ -55,7 +55,7 @@ fn hostile_ids_are_encoded_inside_the_root_or_refused() {
         "/abs",
         &long,
     ];
-    for kind in ALL {
+    for kind in all() {
         let dir = tempfile::tempdir().unwrap();
         let outside = dir.path().join("outside-marker");
         let store = store(kind, &dir.path().join("inner"));
@@ -67,7 +67,9 @@ fn hostile_ids_are_encoded_inside_the_root_or_refused() {
                     assert_eq!(log.header.id(), id, "{kind:?}");
                     assert!(store.list().unwrap().sessions.iter().any(|h| h.id() == id));
                 }
-                // Only the 4 KiB id may be refused (its encoding exceeds a file-name limit).
+                // Only the 4 KiB id may be refused (its encoding exceeds a file-name limit),
+                // and PostgreSQL, whose text cannot hold NUL, refuses the NUL id up front.
+                Err(StoreError::BadId { .. }) if kind == Kind::Postgres && id.contains('\0') => {}
                 Err(error) => assert_eq!(id, long, "{kind:?} refused {id:?}: {error}"),
             }
         }

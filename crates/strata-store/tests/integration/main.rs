@@ -6,6 +6,9 @@ mod golden;
 /// Backend constructors and synthetic turns shared by the topics below.
 mod common;
 
+/// The PostgreSQL test server (given, local, or throw-away) and per-test schemas (issue 8).
+mod pg;
+
 /// The store contract on every backend: create, append, read, list, fork, delete, locks,
 /// group commit, crash repair on reopen, poisoning (issue 3 item 1).
 mod contract;
@@ -27,3 +30,7 @@ mod stream;
 
 /// Migration of older generations to V3 (issue 4).
 mod migrate;
+
+/// PostgreSQL only: racing writers, a connection killed mid-batch, schema versions, fork as
+/// `INSERT … SELECT`, following a live session (issue 8).
+mod postgres;
