@@ -73,6 +73,22 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Migrate an older dsh log (v0, v1, v2) to V3: writes `session.v3.jsonl[.zstd]` beside it.
+    ///
+    /// The source is validated under its own generation's rules first (an invalid source is
+    /// refused before anything is written), streamed through the v0→v1→v2→v3 edges into a
+    /// temporary file, re-read and validated as V3 with its derived messages compared to the
+    /// source's, then published; the source is never modified and no file is ever replaced.
+    /// Exits 0 when migrated, 1 when the source is invalid or cannot be carried, 2 on I/O
+    /// errors, an existing target or a source that is already V3.
+    ///
+    /// Example: strata migrate ~/.dsh/sessions/--home-me--/abc/session.jsonl.zstd
+    Migrate {
+        /// The older-generation log file (`session.jsonl`, `session.v1.jsonl`, ...).
+        file: PathBuf,
+        #[command(flatten)]
+        format: Format,
+    },
     /// List the sessions of a store, newest first (read from headers only).
     ///
     /// Example: strata sessions --json

@@ -16,9 +16,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use strata_core::{SeedOptions, Session};
+use strata_core::{Generation, SeedOptions, Session};
 use strata_store::{
-    restore_stream, scan_log, CodecError, Compression, LogStream, Store, StoreError,
+    legacy, restore_stream, scan_log, CodecError, Compression, LogStream, Store, StoreError,
 };
 
 use crate::progress::{self, Progress};
@@ -187,6 +187,11 @@ pub fn load_input(input: &Input) -> Result<Loaded, LoadError> {
 /// [`load_input`] reporting to `progress` (which the caller finishes).
 pub fn load_with(input: &Input, progress: &Progress) -> Result<Loaded, LoadError> {
     let label = input.label();
+    if let Input::File(path) = input {
+        if let Some(loaded) = load_older_generation(path, &label)? {
+            return Ok(loaded);
+        }
+    }
     with_stream(input, |stream| {
         let mut stream = progress::observe(stream, progress);
         let session = restore_stream(&mut stream, None, SeedOptions::default())
@@ -198,6 +203,64 @@ pub fn load_with(input: &Input, progress: &Progress) -> Result<Loaded, LoadError
             label: label.clone(),
         })
     })
+}
+
+/// A v0, v1 or v2 log file, validated under its own generation's rules (v0/v1 as upstream
+/// rc.8's restore path does, crash-repair closers included) and kept in its own numbering, so
+/// `validate`, `surface` and `messages` report v0 seqs. `None` for a V3 (or unreadable) file,
+/// which the V3 reader then handles and reports.
+fn load_older_generation(path: &Path, label: &str) -> Result<Option<Loaded>, LoadError> {
+    match legacy::sniff(path) {
+        Ok((generation, _)) if generation != Generation::V3 => {}
+        _ => return Ok(None),
+    }
+    let opened = legacy::open_file(path, |header| {
+        legacy::SessionSink::new(header, SeedOptions::default())
+    });
+    let file = PathBuf::from(label);
+    match opened {
+        Ok(opened) => {
+            let session = opened.restored.outcome;
+            // The constructor seed (stored events and repair closers) is what was read.
+            let n_stored = usize::try_from(session.first_live_seq()).unwrap_or(usize::MAX);
+            Ok(Some(Loaded {
+                session,
+                n_stored,
+                label: label.to_owned(),
+            }))
+        }
+        Err(legacy::OpenError::Read(error)) if error.is_io() => {
+            Err(LoadError::Io(anyhow::Error::new(error)))
+        }
+        Err(legacy::OpenError::Read(error)) => Err(LoadError::Invalid(Rejection {
+            file,
+            rule: error.rule_id().to_owned(),
+            seq: error.at().and_then(|at| at.seq),
+            index: None,
+            line: error.line(),
+            message: error.to_string(),
+        })),
+        Err(legacy::OpenError::Rejected {
+            generation,
+            rejection,
+            ..
+        }) => Err(LoadError::Invalid(Rejection {
+            file,
+            rule: rejection.rule.id().to_owned(),
+            seq: rejection.seq.or(rejection.index),
+            index: rejection.index,
+            line: rejection.line,
+            message: format!(
+                "{} rules{}: {}",
+                legacy::generation_name(generation),
+                rejection
+                    .line
+                    .map_or_else(String::new, |line| format!(", line {line}")),
+                rejection.message
+            ),
+        })),
+        Err(other) => Err(LoadError::Io(anyhow::Error::new(other))),
+    }
 }
 
 /// Opens the stream of a resolved log and hands it to `consume`.

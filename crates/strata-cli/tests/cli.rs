@@ -190,3 +190,7 @@ mod store;
 // `strata compact` and `strata prune` (issue 5).
 #[path = "cli/compact.rs"]
 mod compact;
+
+// Older generations and `strata migrate` (issue 4).
+#[path = "cli/migrate.rs"]
+mod migrate;

@@ -69,10 +69,16 @@ impl RawEvent {
     /// A raw copy of an accepted event, for re-seeding history (replay, fork,
     /// migration). Sources come back as a plain array.
     pub fn from_event(event: &Event) -> RawEvent {
+        RawEvent::from_event_in(event, Generation::NATIVE)
+    }
+
+    /// [`RawEvent::from_event`] with replace endpoints spelled as `generation` writes them
+    /// (`start`/`end` before V3), to replay an older generation's log under its own rules.
+    pub fn from_event_in(event: &Event, generation: Generation) -> RawEvent {
         let (surface_op, source_event_seqs) = match &event.meta {
             SurfaceMeta::LogOnly => (None, None),
             SurfaceMeta::Surface { op, sources } => (
-                Some(op.to_value(Generation::NATIVE.replace_spelling())),
+                Some(op.to_value(generation.replace_spelling())),
                 sources.as_ref().map(|list| {
                     Value::Array(list.iter().map(|seq| Value::from(seq.get())).collect())
                 }),

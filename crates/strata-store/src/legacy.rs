@@ -11,6 +11,7 @@ pub use fixture::{hydrate_fixture, Fixture, FixtureError, FixtureOptions, DEFAUL
 pub use header::{logical_header, map_v0_fields};
 pub(crate) use js::{js_seq, js_time};
 pub use normalize::{RefusalScan, Upgrader};
+pub use open::{open_file, OpenError, Opened};
 pub use reader::{sniff, LegacyReader, LogRecord};
 pub use rejection::{ErrorClass, LegacyRule, Rejection, RuleId, Wrapping};
 pub use restore::{
@@ -25,6 +26,7 @@ mod fixture;
 mod header;
 mod js;
 mod normalize;
+mod open;
 mod reader;
 mod rejection;
 mod restore;

@@ -6,6 +6,7 @@ mod compact;
 mod export;
 mod import;
 mod messages;
+mod migrate;
 mod prune;
 mod run;
 mod sessions;
@@ -36,6 +37,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Status> {
             agent,
             json,
         } => run::run(&prompt, &agent, json),
+        Command::Migrate { file, format } => migrate::run(&file, format),
         Command::Sessions { store, format } => sessions::run(store.store.as_deref(), format),
         Command::Import {
             file,

@@ -21,7 +21,9 @@ pub(crate) fn run(file: &std::path::Path, format: Format) -> anyhow::Result<Stat
     let fold = fold_window(
         generation,
         Seq::ZERO,
-        stored.iter().map(|e| RawEvent::from_event(e)),
+        stored
+            .iter()
+            .map(|e| RawEvent::from_event_in(e, generation)),
     )
     .context("the restored log failed an offline fold")?;
     if format.json {

@@ -142,18 +142,19 @@ impl Upgrader {
             return Ok(());
         };
         let seq_value = map.get("seq").cloned();
-        let seq_text = js::display(seq_value.as_ref());
+        let seq_text = || js::display(seq_value.as_ref());
         let malformed = |what: &str| {
             Rejection::wrapped(
                 LegacyRule::LegacyMalformed,
                 format!(
-                    "session \"{}\" contains malformed pre-react-loop {what} at seq {seq_text}",
-                    self.session_id
+                    "session \"{}\" contains malformed pre-react-loop {what} at seq {}",
+                    self.session_id,
+                    seq_text()
                 ),
             )
             .with_seq_value(seq_value.as_ref())
         };
-        let minted = format!("legacy-message:{}:{seq_text}", self.session_id);
+        let minted = || format!("legacy-message:{}:{}", self.session_id, seq_text());
         let tag = map.get("type").and_then(Value::as_str).map(str::to_owned);
         match tag.as_deref() {
             Some("turn/start") => {
@@ -175,8 +176,8 @@ impl Upgrader {
                 let Some(Value::Object(data)) = map.get("data") else {
                     return Err(malformed("steering/message"));
                 };
-                let new_data =
-                    upgrade_steering(data, &minted).ok_or_else(|| malformed("steering/message"))?;
+                let new_data = upgrade_steering(data, &minted())
+                    .ok_or_else(|| malformed("steering/message"))?;
                 map.insert("type".into(), Value::from("user/message"));
                 map.insert("data".into(), new_data);
             }
@@ -197,7 +198,7 @@ impl Upgrader {
                         && data.contains_key("content")
                         && data.contains_key("source");
                     if pre_identity {
-                        data.insert("id".into(), Value::from(minted.clone()));
+                        data.insert("id".into(), Value::from(minted()));
                         data.insert("role".into(), Value::from("user"));
                     }
                 }
@@ -211,7 +212,7 @@ impl Upgrader {
                     let mut source = spread(&provenance);
                     source.insert("kind".into(), Value::from("model"));
                     let mut message = Map::new();
-                    message.insert("id".into(), Value::from(minted.clone()));
+                    message.insert("id".into(), Value::from(minted()));
                     message.insert("role".into(), Value::from("assistant"));
                     message.insert("content".into(), content);
                     message.insert("source".into(), Value::Object(source));
@@ -225,7 +226,7 @@ impl Upgrader {
                 {
                     let id = match replace_start {
                         Some(start) => self.ids.get(&seq_key(start)).cloned(),
-                        None => Some(minted.clone()),
+                        None => Some(minted()),
                     };
                     let call_id = data.shift_remove("callId").unwrap_or(Value::Null);
                     let content = data.shift_remove("content").unwrap_or(Value::Null);

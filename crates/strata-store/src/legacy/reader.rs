@@ -67,7 +67,7 @@ pub struct LegacyReader {
 /// Opens `path` and reads its first line: the generation (from the header `version` and the
 /// file name) and whether it is zstd, without reading further.
 pub fn sniff(path: &Path) -> Result<(Generation, NameHint), ReadError> {
-    let hint = name_hint(path);
+    let hint = content_hint(path);
     let file = path.display().to_string();
     let mut reader = line_reader(path, hint.zstd, &file)?;
     let (first, _) = reader.first_line()?;
@@ -76,12 +76,12 @@ pub fn sniff(path: &Path) -> Result<(Generation, NameHint), ReadError> {
 }
 
 impl LegacyReader {
-    /// Opens a v0, v1 or v2 log file (zstd when the name ends in `.zstd`).
+    /// Opens a v0, v1 or v2 log file, raw or zstd (told apart by content).
     ///
     /// Refuses a V3 log with [`ReadError::NotHeader`] naming v3: V3 logs are read by the
     /// native codec ([`JsonlReader`](crate::JsonlReader)).
     pub fn open(path: &Path) -> Result<LegacyReader, ReadError> {
-        let hint = name_hint(path);
+        let hint = content_hint(path);
         let file = path.display().to_string();
         let mut reader = line_reader(path, hint.zstd, &file)?;
         let (first, _) = reader.first_line()?;
@@ -302,6 +302,16 @@ impl LegacyReader {
         })?;
         *stored = Value::Array(seqs.into_iter().map(Value::from).collect());
         Ok(value)
+    }
+}
+
+/// The name's hints, with the encoding told by content (the zstd frame magic), as the V3
+/// reader tells it: a zstd log renamed without `.zstd` still reads.
+fn content_hint(path: &Path) -> NameHint {
+    let hint = name_hint(path);
+    NameHint {
+        zstd: crate::jsonl::is_zstd_file(path).unwrap_or(hint.zstd),
+        ..hint
     }
 }
 

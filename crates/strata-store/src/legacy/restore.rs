@@ -255,6 +255,13 @@ pub fn restore_v2<S: RestoreSink>(
 
 /// R3's message shapes (core §4.5 rules with the stored seq as subject).
 fn check_message(generation: Generation, event: &Value) -> Result<(), Rejection> {
+    let is_message = event
+        .get("type")
+        .and_then(Value::as_str)
+        .is_some_and(|tag| generation.is_surface_type(&EventType::parse(tag)));
+    if !is_message {
+        return Ok(());
+    }
     let raw = RawEvent::from_value(event.clone());
     check_stored_message(generation, &raw).map_err(|error| Rejection::from_accept(&error))
 }

@@ -98,7 +98,9 @@ impl MigrateError {
     pub fn is_invalid_input(&self) -> bool {
         match self {
             MigrateError::Read(error) => !error.is_io(),
-            MigrateError::Io { .. } | MigrateError::TargetExists { .. } => false,
+            MigrateError::Io { .. }
+            | MigrateError::TargetExists { .. }
+            | MigrateError::AlreadyNative { .. } => false,
             _ => true,
         }
     }

@@ -11,7 +11,7 @@ use strata_core::{Generation, SessionHeader, Verifier};
 use super::error::MigrateError;
 use super::pipeline::open_v3;
 use crate::codec::{JsonlReader, ReaderOptions, TornTail};
-use crate::legacy::{restore_v0, restore_v2, LegacyReader, ReadError, Rejection, VerifierSink};
+use crate::legacy::{open_file, OpenError, ReadError, VerifierSink};
 
 /// A validated log, reduced to what a migration compares.
 #[derive(Clone, Debug, Default)]
@@ -26,34 +26,25 @@ pub struct Checked {
 
 /// Validates an older-generation source under its own rules, streaming.
 pub fn validate_source(path: &Path) -> Result<Checked, MigrateError> {
-    let mut reader = LegacyReader::open(path)?;
-    let generation = reader.generation();
-    let file = reader.file().to_owned();
-    let header = reader.header().clone();
-    // The reader's first error ends the record stream; it is reported as what it is.
-    let mut read_error: Option<ReadError> = None;
-    let records = std::iter::from_fn(|| match reader.next()? {
-        Ok(record) => Some(record),
-        Err(error) => {
-            read_error = Some(error);
-            None
-        }
-    });
-    let verdict = match generation {
-        Generation::V0 | Generation::V1 => {
-            restore_v0(generation, &header, records, VerifierSink::new)
-        }
-        Generation::V2 => restore_v2(&header, records, VerifierSink::new),
-        Generation::V3 => return Err(MigrateError::AlreadyNative { file }),
-    };
-    if let Some(error) = read_error {
-        return Err(MigrateError::Read(error));
-    }
-    let restored = verdict.map_err(|rejection: Rejection| MigrateError::InvalidSource {
-        file,
-        generation,
-        rejection: Box::new(rejection),
+    let opened = open_file(path, VerifierSink::new).map_err(|error| match error {
+        OpenError::Read(ReadError::NotHeader {
+            generation: Some(Generation::V3),
+            ..
+        }) => MigrateError::AlreadyNative {
+            file: path.display().to_string(),
+        },
+        OpenError::Read(error) => MigrateError::Read(error),
+        OpenError::Rejected {
+            file,
+            generation,
+            rejection,
+        } => MigrateError::InvalidSource {
+            file,
+            generation,
+            rejection: Box::new(rejection),
+        },
     })?;
+    let restored = opened.restored;
     // A log left open in a turn restores with crash-repair closers appended; the migration
     // carries the log as stored (the V3 reader repairs it on open), so the messages compared
     // are those of the stored events: the closers' tool results come last on the surface.
@@ -65,9 +56,9 @@ pub fn validate_source(path: &Path) -> Result<Checked, MigrateError> {
     let mut messages = restored.outcome.message_values();
     messages.truncate(messages.len().saturating_sub(n_closer_results));
     Ok(Checked {
-        n_events: restored.outcome.n_events - restored.repair_closers.len() as u64,
+        n_events: opened.n_stored,
         messages,
-        torn_tail: reader.torn_tail(),
+        torn_tail: opened.torn_tail,
     })
 }
 

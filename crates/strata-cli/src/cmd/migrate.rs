@@ -1,0 +1,80 @@
+//! `strata migrate`: carry an older dsh log (v0, v1, v2) to V3 beside it, verified, never
+//! touching the source (persistence §2.10; the work is `strata_store::migrate::migrate_file`).
+
+use serde_json::json;
+use strata_store::legacy::generation_name;
+use strata_store::migrate::{migrate_file, MigrateError};
+
+use super::Status;
+use crate::cli::Format;
+use crate::output;
+
+pub(crate) fn run(file: &std::path::Path, format: Format) -> anyhow::Result<Status> {
+    match migrate_file(file) {
+        Ok(report) => {
+            let source = generation_name(report.source_generation);
+            if format.json {
+                output::line(
+                    &json!({
+                        "ok": true,
+                        "source": report.source.display().to_string(),
+                        "sourceGeneration": source,
+                        "target": report.target.display().to_string(),
+                        "sourceEvents": report.n_source_events,
+                        "targetEvents": report.n_target_events,
+                        "messages": report.n_messages,
+                        "tornTail": report.torn_tail.map(|torn| torn.line),
+                    })
+                    .to_string(),
+                )?;
+            } else {
+                output::line(&format!(
+                    "{}: {source} → v3: {} ({} events → {}; {} derived messages verified)",
+                    report.source.display(),
+                    report.target.display(),
+                    report.n_source_events,
+                    report.n_target_events,
+                    report.n_messages
+                ))?;
+                if let Some(torn) = report.torn_tail {
+                    eprintln!(
+                        "strata: {}: the unterminated record at line {} was left out",
+                        report.source.display(),
+                        torn.line
+                    );
+                }
+            }
+            Ok(Status::Ok)
+        }
+        Err(error) if error.is_invalid_input() => {
+            if format.json {
+                output::line(
+                    &json!({
+                        "ok": false,
+                        "file": file.display().to_string(),
+                        "rule": rule(&error),
+                        "error": error.to_string(),
+                    })
+                    .to_string(),
+                )?;
+            } else {
+                eprintln!("{error}");
+            }
+            Ok(Status::Invalid)
+        }
+        Err(error) => Err(anyhow::Error::new(error)),
+    }
+}
+
+/// A stable id for the failure, when it has one.
+fn rule(error: &MigrateError) -> Option<&'static str> {
+    match error {
+        MigrateError::InvalidSource { rejection, .. } => Some(rejection.rule.id()),
+        MigrateError::Read(error) => Some(error.rule_id()),
+        MigrateError::UnknownType { .. } => Some("unknown-type"),
+        MigrateError::Reference { .. } => Some("migration-reference"),
+        MigrateError::Unsupported { .. } => Some("migration-unsupported"),
+        MigrateError::Verify { .. } => Some("migration-verify"),
+        _ => None,
+    }
+}

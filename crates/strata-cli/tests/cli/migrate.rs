@@ -1,0 +1,99 @@
+//! Older dsh generations end to end (issue 4): v0 logs validate under v0 rules and report v0
+//! seqs and lines; `strata migrate` publishes a verified V3 log beside an untouched source and
+//! refuses an invalid one before writing anything.
+
+use super::*;
+
+/// A generated v0 log (`fixtures/v0/generated`) laid out as `dir/session.jsonl`.
+fn v0_session(dir: &std::path::Path, edit: impl Fn(&str) -> String) -> PathBuf {
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/v0/generated/gen-e500-s11.jsonl");
+    let text = std::fs::read_to_string(source).expect("fixture");
+    let path = dir.join("session.jsonl");
+    std::fs::write(&path, edit(&text)).expect("write");
+    path
+}
+
+#[test]
+fn a_v0_log_validates_under_v0_rules_and_reports_v0_seqs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let good = v0_session(dir.path(), str::to_owned);
+    strata()
+        .arg("validate")
+        .arg(&good)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("ok (529 events, 9 surface nodes"));
+    // A source citing a later event: upstream's rule, text and the v0 seq and line.
+    let bad = v0_session(dir.path(), |text| {
+        text.replacen("\"sourceEventSeqs\":[", "\"sourceEventSeqs\":[99999,", 1)
+    });
+    strata()
+        .arg("validate")
+        .arg(&bad)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "seq 51: source-not-earlier: v0 rules, line 53: invalid seed event at index 51: sourceEventSeqs must reference earlier events: 99999 >= current seq 51",
+        ));
+}
+
+#[test]
+fn migrate_publishes_a_verified_v3_log_beside_the_untouched_source() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let source = v0_session(dir.path(), str::to_owned);
+    let before = std::fs::read(&source).expect("read");
+    let output = strata()
+        .args(["migrate", "--json"])
+        .arg(&source)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let report: Value = serde_json::from_slice(&output).expect("json");
+    assert_eq!(report["sourceGeneration"], "v0");
+    assert_eq!(report["sourceEvents"], 529);
+    assert_eq!(std::fs::read(&source).expect("read"), before);
+    let target = dir.path().join("session.v3.jsonl");
+    strata().arg("validate").arg(&target).assert().success();
+    // Running it again never replaces the published log (exit 2).
+    strata().arg("migrate").arg(&source).assert().code(2);
+}
+
+#[test]
+fn an_invalid_source_is_refused_and_nothing_is_written() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let source = v0_session(dir.path(), |text| {
+        text.replacen("\"surfaceOp\":\"append\"", "\"surfaceOp\":\"apend\"", 1)
+    });
+    strata()
+        .arg("migrate")
+        .arg(&source)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "refusing to migrate an invalid v0 log",
+        ));
+    assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 1);
+}
+
+#[test]
+fn a_corrupt_packed_row_names_generation_line_and_seq() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("session.jsonl");
+    std::fs::write(
+        &path,
+        "{\"type\":\"session\",\"version\":0,\"id\":\"x\",\"createdAt\":1,\"delegationDepth\":0}\n\
+         {\"type\":\"text-chunks\",\"seq0\":0,\"time0\":1,\"data\":{\"turn\":1}}\n",
+    )
+    .expect("write");
+    strata()
+        .arg("validate")
+        .arg(&path)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "v0 line 2 (seq 0): corrupt record: malformed text-chunks storage row",
+        ));
+}

@@ -1,0 +1,113 @@
+//! Opening an older-generation log file the way its own harness does: read it (generation
+//! detected from the header and the name), then validate it under its generation's rules —
+//! v0/v1 through upstream rc.8's restore path, v2 under v2 rules — streaming into a
+//! [`RestoreSink`]. Every failure names the file, the generation, the line and the seq.
+
+use std::fmt;
+use std::path::Path;
+
+use strata_core::{Generation, SessionHeader};
+
+use super::error::{generation_name, ReadError};
+use super::reader::LegacyReader;
+use super::rejection::Rejection;
+use super::restore::{restore_v0, restore_v2, RestoreSink, Restored};
+use crate::codec::TornTail;
+
+/// An older-generation log that was read and accepted under its own rules.
+pub struct Opened<T> {
+    /// The log's generation.
+    pub generation: Generation,
+    /// What the sink produced, and the restore path's crash-repair closers.
+    pub restored: Restored<T>,
+    /// Events the file held (closers excluded).
+    pub n_stored: u64,
+    /// An unterminated final record, left out (persistence §2.7).
+    pub torn_tail: Option<TornTail>,
+}
+
+/// Why an older-generation log could not be opened.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// The file could not be read as a log of a generation strata knows.
+    Read(ReadError),
+    /// The log breaks its generation's rules.
+    Rejected {
+        /// The file.
+        file: String,
+        /// Its generation.
+        generation: Generation,
+        /// The rule, upstream's text and where.
+        rejection: Rejection,
+    },
+}
+
+impl fmt::Display for OpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OpenError::Read(error) => write!(f, "{error}"),
+            OpenError::Rejected {
+                file,
+                generation,
+                rejection,
+            } => {
+                write!(f, "{file}: {}", generation_name(*generation))?;
+                if let Some(line) = rejection.line {
+                    write!(f, " line {line}")?;
+                }
+                if let Some(seq) = rejection.seq {
+                    write!(f, " (seq {seq})")?;
+                } else if let Some(index) = rejection.index {
+                    write!(f, " (event {index})")?;
+                }
+                write!(f, ": {}: {}", rejection.rule, rejection.message)
+            }
+        }
+    }
+}
+
+impl std::error::Error for OpenError {}
+
+/// Reads and validates the v0, v1 or v2 log at `path`; `sink` receives the validated header
+/// and the rows of the seed path.
+pub fn open_file<S: RestoreSink>(
+    path: &Path,
+    sink: impl FnOnce(SessionHeader) -> S,
+) -> Result<Opened<S::Output>, OpenError> {
+    let mut reader = LegacyReader::open(path).map_err(OpenError::Read)?;
+    let generation = reader.generation();
+    let file = reader.file().to_owned();
+    let header = reader.header().clone();
+    // The reader's first error ends the record stream; it is reported as what it is.
+    let mut read_error: Option<ReadError> = None;
+    let mut n_stored = 0_u64;
+    let records = std::iter::from_fn(|| match reader.next()? {
+        Ok(record) => {
+            n_stored += 1;
+            Some(record)
+        }
+        Err(error) => {
+            read_error = Some(error);
+            None
+        }
+    });
+    let verdict = match generation {
+        Generation::V0 | Generation::V1 => restore_v0(generation, &header, records, sink),
+        _ => restore_v2(&header, records, sink),
+    };
+    if let Some(error) = read_error {
+        return Err(OpenError::Read(error));
+    }
+    let restored = verdict.map_err(|rejection| OpenError::Rejected {
+        file,
+        generation,
+        rejection,
+    })?;
+    Ok(Opened {
+        generation,
+        restored,
+        n_stored,
+        torn_tail: reader.torn_tail(),
+    })
+}
