@@ -164,7 +164,7 @@ impl LineScanner {
             self.partial_is_record = false;
         }
         let chunk: &'c [u8] = rest;
-        let newline = chunk.iter().position(|&byte| byte == b'\n');
+        let newline = find_newline(chunk);
         let head_len = newline.unwrap_or(chunk.len());
         let record_len = self.partial.len().saturating_add(head_len);
         if record_len > self.max_record_len {
@@ -240,6 +240,36 @@ impl LineScanner {
         self.failed = Some(error.clone());
         error
     }
+}
+
+/// The index of the first `\n` in `bytes`, eight bytes at a time.
+///
+/// A record is typically hundreds of bytes to kilobytes long, and finding its end byte by byte
+/// would cost about as much as tokenizing it; a word-at-a-time search (the classic "has zero
+/// byte" test on `word ^ 0x0a…0a`) is several times faster without any unsafe code or extra
+/// dependency. The lowest flagged byte is always a true match: the test's false positives only
+/// occur above a real zero byte.
+pub(crate) fn find_newline(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    const NEWLINES: u64 = 0x0a0a_0a0a_0a0a_0a0a;
+    let mut words = bytes.chunks_exact(8);
+    let mut offset = 0;
+    for word in &mut words {
+        let mut array = [0_u8; 8];
+        array.copy_from_slice(word);
+        let zeroed = u64::from_le_bytes(array) ^ NEWLINES;
+        let flags = zeroed.wrapping_sub(ONES) & !zeroed & HIGHS;
+        if flags != 0 {
+            return Some(offset + (flags.trailing_zeros() / 8) as usize);
+        }
+        offset += 8;
+    }
+    words
+        .remainder()
+        .iter()
+        .position(|&byte| byte == b'\n')
+        .map(|index| offset + index)
 }
 
 #[cfg(test)]

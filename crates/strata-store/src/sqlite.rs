@@ -246,7 +246,11 @@ impl SqliteBackend {
         // The row is rebuilt as its V3 JSONL line (dsh's key order) and decoded by the line
         // codec, so the payload stays the stored text: never parsed into a tree here, never
         // re-serialized.
-        let mut line = Vec::with_capacity(256);
+        let data_len = row.get_ref(3).map_or(0, |value| match value {
+            ValueRef::Text(text) | ValueRef::Blob(text) => text.len(),
+            _ => 0,
+        });
+        let mut line = Vec::with_capacity(data_len + 256);
         line.extend_from_slice(b"{\"type\":");
         let event_type = std::str::from_utf8(event_type)
             .map_err(|error| corrupt(format!("type is not UTF-8: {error}")))?;

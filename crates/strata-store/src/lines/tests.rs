@@ -249,3 +249,22 @@ proptest! {
         prop_assert_eq!(rebuilt, input);
     }
 }
+
+proptest! {
+    /// The word-at-a-time search finds exactly the first `\n`, wherever it is and whatever
+    /// surrounds it (bytes near 0x0a and 0x80 included).
+    #[test]
+    fn find_newline_matches_a_bytewise_search(
+        bytes in proptest::collection::vec(
+            prop_oneof![Just(b'\n'), Just(0x0b_u8), Just(0x8a_u8), Just(0_u8), any::<u8>()],
+            0..80,
+        ),
+    ) {
+        let expected = bytes.iter().position(|&byte| byte == b'\n');
+        prop_assert_eq!(find_newline(&bytes), expected);
+        for start in 0..bytes.len().min(9) {
+            let expected = bytes[start..].iter().position(|&byte| byte == b'\n');
+            prop_assert_eq!(find_newline(&bytes[start..]), expected);
+        }
+    }
+}
