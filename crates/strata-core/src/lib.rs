@@ -35,16 +35,21 @@ pub use generation::{Generation, ReplaceSpelling};
 pub use header::{HeaderSpec, SessionHeader};
 pub use log::{EventSource, SourceError};
 pub use message::{project, Message};
+pub use pairing::{check_tool_pairing, PairingError};
 pub use repair::{
     interrupted_turn_closers, open_turn_closers, CloseCause, Closers, OpenCall, StoredTurnScan,
     TurnState,
 };
-pub use request::{canonical_header, fold_request_context, fold_request_header, header_equals};
+pub use request::{
+    canonical_header, fold_request_context, fold_request_header, header_equals, request_at,
+    RequestAt, RequestAtError,
+};
 pub use rule::{AcceptError, Rule};
 pub use seq::{Seq, SeqRangeError, MAX_SAFE_INTEGER};
 pub use session::{
     fold_surface, fold_window, AppendPlan, BatchMark, Fold, SeedOptions, Session, StalePlanError,
 };
+pub use stats::{log_stats, LogStats, Place, Standing, StepUsage};
 pub use surface::{Replacement, SurfaceState};
 pub use verify::{Verified, Verifier};
 pub use wire::RawEvent;
@@ -70,11 +75,13 @@ mod header;
 mod latest;
 mod log;
 mod message;
+mod pairing;
 mod repair;
 mod request;
 mod rule;
 mod seq;
 mod session;
+mod stats;
 mod surface;
 mod verify;
 mod view;

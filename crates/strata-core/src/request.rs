@@ -10,6 +10,11 @@ use serde_json::{Map, Value};
 
 use crate::event::{Event, EventType};
 use crate::generation::Generation;
+use crate::message::{project, Message};
+use crate::rule::AcceptError;
+use crate::seq::Seq;
+use crate::session::fold_window;
+use crate::wire::RawEvent;
 
 /// The canonical form of a `request/header`'s header: `config`, plus
 /// `adapterDefaults` only when a flag is set, `tools` only when non-empty
@@ -86,3 +91,73 @@ pub fn header_equals(left: &Value, right: &Value) -> bool {
     };
     config_equal && flags(left) == flags(right) && tools(left) == tools(right)
 }
+
+/// The request a log implied at one point: what a model call made right after event `seq`
+/// would have sent — the header fold and the derived messages of the prefix `0..=seq`
+/// (session-core §7.2). Later events, including later replacements, play no part.
+#[derive(Clone, Debug)]
+pub struct RequestAt {
+    /// The last event of the prefix.
+    pub seq: Seq,
+    /// The canonical header of the last `request/header` at or before `seq`.
+    pub header: Option<Arc<Value>>,
+    /// The data of the last `request/context` at or before `seq`.
+    pub context: Option<Arc<Value>>,
+    /// The derived messages of the prefix, in surface order.
+    pub messages: Vec<Message>,
+}
+
+/// Why [`request_at`] has no answer.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestAtError {
+    /// `seq` is past the end of the log.
+    #[error("seq {seq} is past the end of the log ({n_events} events)")]
+    OutOfRange {
+        /// The seq asked for.
+        seq: u64,
+        /// How many events the log holds.
+        n_events: u64,
+    },
+    /// The prefix failed the surface rules (only possible for events that were never
+    /// accepted together).
+    #[error(transparent)]
+    Fold(#[from] AcceptError),
+}
+
+/// The request implied after event `seq` of `events` (a whole log from seq 0, in
+/// `generation`'s rules): replays the prefix's surface and folds its header and context.
+/// O(prefix); the surface is replayed, not the whole log's current one.
+pub fn request_at(
+    events: &[Arc<Event>],
+    generation: Generation,
+    seq: Seq,
+) -> Result<RequestAt, RequestAtError> {
+    let out_of_range = || RequestAtError::OutOfRange {
+        seq: seq.get(),
+        n_events: events.len() as u64,
+    };
+    let end = usize::try_from(seq.get()).map_err(|_| out_of_range())?;
+    let prefix = events.get(..=end).ok_or_else(out_of_range)?;
+    let fold = fold_window(
+        generation,
+        Seq::ZERO,
+        prefix.iter().map(|event| RawEvent::from_event(event)),
+    )?;
+    let messages = fold
+        .nodes
+        .iter()
+        .filter_map(|node| usize::try_from(node.get()).ok())
+        .filter_map(|index| prefix.get(index))
+        .filter_map(project)
+        .collect();
+    Ok(RequestAt {
+        seq,
+        header: fold_request_header(prefix, generation),
+        context: fold_request_context(prefix),
+        messages,
+    })
+}
+
+#[cfg(test)]
+mod tests;
