@@ -157,13 +157,57 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Print a session's events as they are appended (like `tail -f`), from any host: on a
+    /// PostgreSQL store each append wakes the tail as it commits; other stores are polled.
+    ///
+    /// REF is `postgres://…#ID`, `sqlite://PATH#ID`, or an id in the store named by `--store`
+    /// (else $STRATA_STORE, else $STRATA_DATABASE_URL, else the default SQLite store). Prints
+    /// the last N stored events (or from --from SEQ), then every new one until interrupted.
+    ///
+    /// Example: strata tail 'postgres://agents@db.internal/strata#run-42' --json
+    Tail {
+        /// The session: `postgres://…#ID`, `sqlite://PATH#ID` or a stored session id.
+        reference: String,
+        /// Start at this seq instead of the last N events.
+        #[arg(long, value_name = "SEQ")]
+        from: Option<u64>,
+        /// How many stored events to print before following.
+        #[arg(short = 'n', long = "lines", value_name = "N", default_value_t = 10)]
+        n_last: u64,
+        #[command(flatten)]
+        store: StoreArg,
+        /// Print each event as one V3 JSON line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Copy sessions between stores of any kind (JSONL raw or zstd, SQLite, PostgreSQL), in
+    /// either direction, validated as they stream in, event for event.
+    ///
+    /// IN is one session (a log file or STORE#ID, e.g. `sqlite://PATH#ID`, `postgres://…#ID`,
+    /// `jsonl:DIR#ID`) or a whole store (a SQLite file, `jsonl:DIR`, `jsonl-zstd:DIR`,
+    /// `postgres://…`), all of whose sessions are copied. OUT is a store, created if missing;
+    /// sessions keep their ids. Exits 1 when a session is rejected, 2 when one cannot be copied
+    /// (for example because OUT already holds its id).
+    ///
+    /// Example: strata convert ~/.local/share/strata/strata.db postgres://agents@db.internal/strata
+    Convert {
+        /// Where the sessions come from.
+        #[arg(value_name = "IN")]
+        input: String,
+        /// The store they go to.
+        #[arg(value_name = "OUT")]
+        output: String,
+        #[command(flatten)]
+        format: Format,
+    },
 }
 
 /// The `--store` flag of the store commands.
 #[derive(Debug, Args, Clone)]
 pub struct StoreArg {
-    /// The store: a SQLite file, `jsonl:DIR` or `jsonl-zstd:DIR` (default: $STRATA_STORE, else
-    /// the embedded SQLite store under $STRATA_HOME or ~/.local/share/strata).
+    /// The store: a SQLite file, `jsonl:DIR`, `jsonl-zstd:DIR` or a `postgres://` address
+    /// (default: $STRATA_STORE, else $STRATA_DATABASE_URL, else the embedded SQLite store under
+    /// $STRATA_HOME or ~/.local/share/strata).
     #[arg(long, value_name = "STORE")]
     pub store: Option<String>,
 }
@@ -186,8 +230,9 @@ pub struct AgentArgs {
     /// closed first.
     #[arg(long)]
     pub resume: bool,
-    /// Where sessions live: a SQLite file, `jsonl:DIR` or `jsonl-zstd:DIR` (default:
-    /// $STRATA_STORE, else the embedded SQLite store under $STRATA_HOME or ~/.local/share/strata).
+    /// Where sessions live: a SQLite file, `jsonl:DIR`, `jsonl-zstd:DIR` or a `postgres://`
+    /// address (default: $STRATA_STORE, else $STRATA_DATABASE_URL, else the embedded SQLite store
+    /// under $STRATA_HOME or ~/.local/share/strata).
     #[arg(long, value_name = "PATH")]
     pub store: Option<String>,
     /// Replay this scripted-model JSON file instead of calling the API (offline runs).

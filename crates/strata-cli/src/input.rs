@@ -3,10 +3,12 @@
 //!
 //! The only place the CLI opens logs and stores. Resolution, in this order:
 //! 1. an existing path is a log file, raw or zstd (told apart by content, not by name);
-//! 2. `sqlite://PATH#ID` is session `ID` in the SQLite store at `PATH` (never created here);
+//! 2. `sqlite://PATH#ID` is session `ID` in the SQLite store at `PATH`, and
+//!    `postgres://…#ID` (or `postgresql://…#ID`) session `ID` in that PostgreSQL store (neither
+//!    is created here);
 //! 3. an argument that looks like a path (a `/`, or a `.jsonl`/`.zstd` name) is a missing file;
 //! 4. anything else is a session id in the default store (`--store`, else `$STRATA_STORE`, else
-//!    the embedded SQLite store).
+//!    `$STRATA_DATABASE_URL`, else the embedded SQLite store).
 //!
 //! Loading streams rows from the file or store straight into the core's restore (no second copy
 //! of the log), with a progress bar on a terminal when it takes long. Every failure is a
@@ -18,7 +20,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use strata_core::{Generation, SeedOptions, Session};
 use strata_store::{
-    legacy, restore_stream, scan_log, CodecError, Compression, LogStream, Store, StoreError,
+    legacy, restore_stream, scan_log, CodecError, Compression, LogStream, PostgresBackend,
+    PostgresConfig, Store, StoreError,
 };
 
 use crate::progress::{self, Progress};
@@ -82,15 +85,16 @@ pub struct Rejection {
     pub message: String,
 }
 
-/// Opens the store named by `--store` (a SQLite file, `sqlite:PATH`, `jsonl:DIR` or
-/// `jsonl-zstd:DIR`), else `$STRATA_STORE`, else the default SQLite store.
+/// Opens the store named by `--store` (a SQLite file, `sqlite:PATH`, `jsonl:DIR`,
+/// `jsonl-zstd:DIR` or a `postgres://` address), else `$STRATA_STORE`, else
+/// `$STRATA_DATABASE_URL`, else the default SQLite store.
 pub fn open_store(spec: Option<&str>) -> anyhow::Result<Store> {
-    let from_env = std::env::var("STRATA_STORE")
-        .ok()
-        .filter(|value| !value.is_empty());
-    let Some(spec) = spec.map(str::to_owned).or(from_env) else {
+    let Some(spec) = store_spec(spec) else {
         return Store::open_default().context("open the default store");
     };
+    if is_postgres(&spec) {
+        return Ok(Store::new(open_postgres(&spec, true)?));
+    }
     if let Some(dir) = spec.strip_prefix("jsonl:") {
         return Ok(Store::jsonl(dir, Compression::None));
     }
@@ -102,6 +106,35 @@ pub fn open_store(spec: Option<&str>) -> anyhow::Result<Store> {
         .or_else(|| spec.strip_prefix("sqlite:"))
         .unwrap_or(&spec);
     Store::sqlite(Path::new(path)).with_context(|| format!("open the store {path}"))
+}
+
+/// The store the command line names: `--store`, else `$STRATA_STORE`, else
+/// `$STRATA_DATABASE_URL`; `None` means the default SQLite store.
+pub fn store_spec(flag: Option<&str>) -> Option<String> {
+    let env = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
+    flag.map(str::to_owned)
+        .or_else(|| env("STRATA_STORE"))
+        .or_else(|| env("STRATA_DATABASE_URL"))
+}
+
+/// Whether a store spec is a PostgreSQL address.
+pub fn is_postgres(spec: &str) -> bool {
+    spec.starts_with("postgres://") || spec.starts_with("postgresql://")
+}
+
+/// Connects to the PostgreSQL store at `url`; `create` lets an empty schema become a store
+/// (lookups pass `false`, so a typo leaves nothing behind).
+pub fn open_postgres(url: &str, create: bool) -> anyhow::Result<PostgresBackend> {
+    let config = PostgresConfig::from_url(url)?.create_schema(create);
+    let store = config.describe().to_owned();
+    PostgresBackend::open(config).with_context(|| format!("open the store {store}"))
+}
+
+/// Splits `postgres://…#ID` into the address and the id.
+pub fn postgres_reference(text: &str) -> anyhow::Result<(&str, &str)> {
+    text.rsplit_once('#')
+        .filter(|(url, id)| !url.is_empty() && !id.is_empty())
+        .ok_or_else(|| anyhow::anyhow!("a PostgreSQL session reference is postgres://…#ID"))
 }
 
 /// Resolves a command-line argument to a log (see the module docs for the order). `store` is
@@ -133,6 +166,16 @@ pub fn resolve(arg: &Path, store: Option<&str>) -> Result<Input, LoadError> {
             label: text.to_owned(),
         });
     }
+    if is_postgres(text) {
+        let (url, id) = postgres_reference(text).map_err(LoadError::Io)?;
+        let backend = open_postgres(url, false).map_err(LoadError::Io)?;
+        let label = format!("{}#{id}", backend.config().describe());
+        return Ok(Input::Stored {
+            store: Store::new(backend),
+            id: id.to_owned(),
+            label,
+        });
+    }
     let looks_like_path = text.is_empty()
         || text.contains(std::path::MAIN_SEPARATOR)
         || text.ends_with(".jsonl")
@@ -143,8 +186,7 @@ pub fn resolve(arg: &Path, store: Option<&str>) -> Result<Input, LoadError> {
             arg.display()
         )));
     }
-    let explicit =
-        store.is_some() || std::env::var_os("STRATA_STORE").is_some_and(|v| !v.is_empty());
+    let explicit = store_spec(store).is_some();
     if !explicit {
         // A typo must not create the default store as a side effect of looking in it.
         match strata_store::default_sqlite_path() {

@@ -194,3 +194,12 @@ mod compact;
 // Older generations and `strata migrate` (issue 4).
 #[path = "cli/migrate.rs"]
 mod migrate;
+
+// The PostgreSQL server harness of the store's tests, shared rather than copied.
+#[path = "../../strata-store/tests/integration/pg.rs"]
+#[allow(dead_code)]
+mod pg;
+
+// PostgreSQL stores, `strata tail` and `strata convert` (issue 8).
+#[path = "cli/postgres.rs"]
+mod postgres;

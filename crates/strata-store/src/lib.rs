@@ -46,8 +46,8 @@ pub use lines::{
 };
 pub use memory::MemoryBackend;
 pub use postgres::{
-    Follower, PostgresBackend, PostgresConfig, DEFAULT_SCHEMA as POSTGRES_DEFAULT_SCHEMA,
-    SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION,
+    FollowFrom, Follower, PostgresBackend, PostgresConfig,
+    DEFAULT_SCHEMA as POSTGRES_DEFAULT_SCHEMA, SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION,
 };
 pub use ranges::{decode_source_seqs, encode_source_seqs, RangeError, MAX_SAFE_SEQ};
 pub use sqlite::{SqliteBackend, APPLICATION_ID, COMPRESS_THRESHOLD, SCHEMA_VERSION};

@@ -85,7 +85,7 @@ use crate::lines::DEFAULT_MAX_RECORD_LEN;
 use crate::memory::sort_newest_first;
 use crate::store::{Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream};
 
-pub use follow::Follower;
+pub use follow::{FollowFrom, Follower};
 pub use schema::SCHEMA_VERSION;
 
 use pool::Pool;
@@ -298,10 +298,10 @@ impl PostgresBackend {
         &self.inner.config.schema
     }
 
-    /// Follows session `id` from `from_seq`: a [`Follower`] hands out events as other writers
-    /// (on any host) append them.
-    pub fn follow(&self, id: &str, from_seq: u64) -> Result<Follower, StoreError> {
-        Follower::start(self.clone(), id, from_seq)
+    /// Follows session `id` from `from`: a [`Follower`] hands out events as other writers (on
+    /// any host) append them.
+    pub fn follow(&self, id: &str, from: FollowFrom) -> Result<Follower, StoreError> {
+        Follower::start(self.clone(), id, from)
     }
 
     fn describe_store(&self) -> String {

@@ -2,7 +2,6 @@
 //! the flags into an [`Agent`], and printing what the agent does.
 
 use std::io::Write;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context};
@@ -13,26 +12,14 @@ use strata_agent::llm::{ChatModel, HttpChatModel, LlmConfig, ScriptedModel, Stre
 use strata_agent::tools::{ToolSet, ToolsConfig, Workspace};
 use strata_compact::{CompactionConfig, Compactor, Pruner, PrunerConfig};
 use strata_core::{Event, EventType, HeaderSpec, SessionHeader};
-use strata_store::{Compression, Store};
+use strata_store::Store;
 
 use crate::cli::AgentArgs;
 
-/// Opens the store named by `--store`, else `$STRATA_STORE`, else the default SQLite store.
+/// Opens the store named by `--store`, else `$STRATA_STORE`, else `$STRATA_DATABASE_URL`, else
+/// the default SQLite store (one resolution for every command: [`crate::input::open_store`]).
 pub(crate) fn open_store(spec: Option<&str>) -> anyhow::Result<Store> {
-    let from_env = std::env::var("STRATA_STORE")
-        .ok()
-        .filter(|value| !value.is_empty());
-    let Some(spec) = spec.map(str::to_owned).or(from_env) else {
-        return Store::open_default().context("open the default store");
-    };
-    if let Some(dir) = spec.strip_prefix("jsonl:") {
-        return Ok(Store::jsonl(dir, Compression::None));
-    }
-    if let Some(dir) = spec.strip_prefix("jsonl-zstd:") {
-        return Ok(Store::jsonl(dir, Compression::Zstd));
-    }
-    let path = spec.strip_prefix("sqlite:").unwrap_or(&spec);
-    Store::sqlite(Path::new(path)).with_context(|| format!("open the store {path}"))
+    crate::input::open_store(spec)
 }
 
 /// Builds the agent the flags describe, on a new or resumed session.

@@ -3,6 +3,7 @@
 mod agent;
 mod chat;
 mod compact;
+mod convert;
 mod export;
 mod import;
 mod messages;
@@ -11,6 +12,7 @@ mod prune;
 mod run;
 mod sessions;
 mod surface;
+mod tail;
 mod validate;
 
 use crate::cli::{Cli, Command, Format};
@@ -56,6 +58,24 @@ pub fn run(cli: Cli) -> anyhow::Result<Status> {
             dry_run,
         } => compact::run(&file, offline, dry_run),
         Command::Prune { file, dry_run } => prune::run(&file, dry_run),
+        Command::Tail {
+            reference,
+            from,
+            n_last,
+            store,
+            json,
+        } => tail::run(
+            &reference,
+            store.store.as_deref(),
+            from,
+            n_last,
+            Format { json },
+        ),
+        Command::Convert {
+            input,
+            output,
+            format,
+        } => convert::run(&input, &output, format),
     }
 }
 

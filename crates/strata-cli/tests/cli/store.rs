@@ -25,6 +25,7 @@ impl Home {
         command
             .env("STRATA_HOME", self.dir.path().join("home"))
             .env_remove("STRATA_STORE")
+            .env_remove("STRATA_DATABASE_URL")
             .env("NO_COLOR", "1");
         command
     }

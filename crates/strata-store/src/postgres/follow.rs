@@ -19,6 +19,16 @@ use super::schema::quote_ident;
 use super::{PostgresBackend, PAGE_ROWS};
 use crate::error::StoreError;
 
+/// Where a [`Follower`] starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FollowFrom {
+    /// At this seq (the session's length: only events appended from now on).
+    Seq(u64),
+    /// At the last `n` stored events (`tail -n`), counted when the follower starts listening,
+    /// so no event falls between the backlog and the live ones.
+    Last(u64),
+}
+
 /// A live view of one session's new events (see [`PostgresBackend::follow`]).
 pub struct Follower {
     backend: PostgresBackend,
@@ -34,20 +44,29 @@ impl Follower {
     pub(super) fn start(
         backend: PostgresBackend,
         id: &str,
-        from_seq: u64,
+        from: FollowFrom,
     ) -> Result<Follower, StoreError> {
         if PostgresBackend::storable(id).is_err() {
             return Err(backend.not_found(id));
         }
         let mut client = listen(&backend)?;
-        let (header, _) = backend.session_on(&mut client, id)?;
+        let (header, n_stored) = backend.session_on(&mut client, id)?;
+        let next_seq = match from {
+            FollowFrom::Seq(seq) => seq,
+            FollowFrom::Last(n) => n_stored.saturating_sub(n),
+        };
         Ok(Follower {
             backend,
             client,
             id: id.to_owned(),
             header,
-            next_seq: from_seq,
+            next_seq,
         })
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.id
     }
 
     /// The session's header.

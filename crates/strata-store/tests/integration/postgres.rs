@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use strata_core::{ForkMode, RawEvent};
 use strata_store::synth::turn_candidates;
 use strata_store::{
-    AppendError, Backend, PostgresBackend, PostgresConfig, SessionWriter, Store, StoreError,
-    POSTGRES_SCHEMA_VERSION,
+    AppendError, Backend, FollowFrom, PostgresBackend, PostgresConfig, SessionWriter, Store,
+    StoreError, POSTGRES_SCHEMA_VERSION,
 };
 
 use crate::common::{append_turns, header};
@@ -448,7 +448,7 @@ fn a_follower_on_another_connection_sees_appends_as_they_commit() {
     append_turns(&writer, 1);
     // The reader is another "host": its own backend on the same schema.
     let reader = PostgresBackend::connect(&schema.store_url()).unwrap();
-    let mut follower = reader.follow("live", 2).unwrap();
+    let mut follower = reader.follow("live", FollowFrom::Last(6)).unwrap();
     assert_eq!(follower.header().id(), "live");
     // The backlog first, from the requested seq.
     let backlog = follower.wait(Duration::from_secs(5)).unwrap();
