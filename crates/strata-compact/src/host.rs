@@ -112,7 +112,7 @@ impl CompactionHost for MemoryHost {
     ) -> impl Future<Output = Result<(), MemoryHostError>> + Send {
         let next = self.session.next_seq();
         let result = if next == first_seq {
-            let time = self.session.events().last().map_or(0, |event| event.time());
+            let time = self.session.last_event().map_or(0, |event| event.time());
             self.session
                 .append_batch(batch, time)
                 .map(drop)

@@ -33,7 +33,18 @@
 //!
 //! A rolled-back batch, or a different session, is detected (the meter keeps a handle on
 //! the last event it read) and the meter replays the log from the start.
+//!
+//! On a lazily resumed session (issue 9) the meter does not read history: it starts from the
+//! session's current state — the surface nodes (each priced from its own event), the request
+//! header, the open turn, the latest compaction bracket events — and reads only later events.
+//! Prices are exact. Balance deltas of the nodes it starts from are re-derived from the
+//! surface (an assistant node announces its calls, a result node answers one, a call left
+//! unanswered when the next step's assistant node arrives, or that the session's open turn
+//! no longer lists, is abandoned), which is what a replay gives for the logs strata writes.
+//! The provider anchor is the latest assistant message if it carries usage, with the surface
+//! it saw taken as the nodes up to it (no header change assumed since).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -102,10 +113,14 @@ pub(crate) struct Ledger {
     last_event: Option<Arc<Event>>,
     /// Invariant: equals the session's surface nodes after a sync.
     pub(crate) nodes: Vec<Seq>,
-    /// Invariant: one entry per ingested event (index = seq); 0 for log-only events.
+    /// Invariant: one entry per ingested event (index = seq − `base`); 0 for log-only events.
     pub(crate) price: Vec<u32>,
-    /// Invariant: one entry per ingested event; see the module docs.
+    /// Invariant: one entry per ingested event (index = seq − `base`); see the module docs.
     pub(crate) delta: Vec<i32>,
+    /// The first seq `price` and `delta` describe: 0, or where a lazy session was picked up.
+    base: u64,
+    /// `(price, delta)` of the surface nodes below `base` (lazy sessions only).
+    seeded: HashMap<u64, (u32, i32)>,
     /// Invariant: the sum of `price` over `nodes`.
     surface_tokens: u64,
     replace_generation: u64,
@@ -155,43 +170,47 @@ impl TokenMeter {
 
     /// The price of the event at `seq` (0 for log-only events and seqs not yet seen).
     pub fn price(&self, seq: Seq) -> u64 {
-        usize::try_from(seq.get())
-            .ok()
-            .and_then(|index| self.ledger.price.get(index))
-            .map_or(0, |price| u64::from(*price))
+        self.ledger.price_of(seq)
     }
 
     /// Catches up with `session` and returns the ledger (crate-internal users).
     pub(crate) fn sync(&mut self, session: &Session) -> &Ledger {
-        let events = session.events();
-        let diverged = self.ledger.session_id != session.id()
-            || events.len() < self.ledger.synced
-            || match (&self.ledger.last_event, self.ledger.synced.checked_sub(1)) {
-                (Some(last), Some(index)) => events
-                    .get(index)
-                    .is_none_or(|event| !Arc::ptr_eq(event, last)),
-                (None, None) => false,
-                _ => true,
-            };
+        let len = session.len();
+        let last_matches = match (&self.ledger.last_event, self.ledger.synced.checked_sub(1)) {
+            (Some(last), Some(index)) => Seq::new(index as u64)
+                .ok()
+                .and_then(|seq| session.event(seq))
+                .is_some_and(|event| Arc::ptr_eq(event, last)),
+            (None, None) => true,
+            _ => false,
+        };
+        let diverged =
+            self.ledger.session_id != session.id() || len < self.ledger.synced || !last_matches;
+        let generation = session.generation();
+        let base = usize::try_from(session.resident_base()).unwrap_or(usize::MAX);
         if diverged {
             self.ledger = Ledger {
                 session_id: session.id().to_owned(),
                 consistent: true,
                 ..Ledger::default()
             };
-        }
-        let generation = session.generation();
-        let start = self.ledger.synced;
-        if let Some(new) = events.get(start..) {
-            self.ledger.price.reserve(new.len());
-            self.ledger.delta.reserve(new.len());
-            for event in new {
+            if session.is_lazy() {
                 self.ledger
-                    .ingest(event, generation, self.estimator.as_ref());
+                    .seed(session, generation, self.estimator.as_ref());
             }
         }
-        self.ledger.synced = events.len();
-        self.ledger.last_event = events.last().cloned();
+        // A lazy session's events below its resident tail are never read: the ledger was
+        // seeded past them.
+        let start = self.ledger.synced.max(base);
+        let new = session.resident_events().get(start - base..).unwrap_or(&[]);
+        self.ledger.price.reserve(new.len());
+        self.ledger.delta.reserve(new.len());
+        for event in new {
+            self.ledger
+                .ingest(event, generation, self.estimator.as_ref());
+        }
+        self.ledger.synced = len;
+        self.ledger.last_event = session.last_event().cloned();
         if self.ledger.nodes.len() != session.surface().len()
             || self.ledger.replace_generation != session.surface().replace_generation()
         {
@@ -234,18 +253,157 @@ impl Ledger {
 
     /// The price of the event at `seq`.
     pub(crate) fn price_of(&self, seq: Seq) -> u64 {
-        usize::try_from(seq.get())
-            .ok()
-            .and_then(|index| self.price.get(index))
-            .map_or(0, |price| u64::from(*price))
+        match self.index(seq) {
+            Some(index) => self.price.get(index).map_or(0, |price| u64::from(*price)),
+            None => self
+                .seeded
+                .get(&seq.get())
+                .map_or(0, |(price, _)| u64::from(*price)),
+        }
     }
 
     /// The balance delta of the event at `seq`.
     pub(crate) fn delta_of(&self, seq: Seq) -> i64 {
-        usize::try_from(seq.get())
-            .ok()
-            .and_then(|index| self.delta.get(index))
-            .map_or(0, |delta| i64::from(*delta))
+        match self.index(seq) {
+            Some(index) => self.delta.get(index).map_or(0, |delta| i64::from(*delta)),
+            None => self
+                .seeded
+                .get(&seq.get())
+                .map_or(0, |(_, delta)| i64::from(*delta)),
+        }
+    }
+
+    /// The index of `seq` in `price` and `delta`, when it is at or after `base`.
+    fn index(&self, seq: Seq) -> Option<usize> {
+        seq.get()
+            .checked_sub(self.base)
+            .and_then(|offset| usize::try_from(offset).ok())
+    }
+
+    /// The delta slot of `seq`, wherever it is kept.
+    fn delta_slot(&mut self, seq: Seq) -> Option<&mut i32> {
+        match self.index(seq) {
+            Some(index) => self.delta.get_mut(index),
+            None => self.seeded.get_mut(&seq.get()).map(|(_, delta)| delta),
+        }
+    }
+
+    /// Starts the ledger from a lazy session's current state (see the module docs).
+    fn seed(&mut self, session: &Session, generation: Generation, estimator: &dyn TokenEstimator) {
+        let len = session.len() as u64;
+        self.base = len;
+        if let Some(header) = session.request_header() {
+            self.header_tokens = header
+                .get("tools")
+                .map_or(0, |tools| estimator.json_tokens(tools) + FRAME_TOKENS);
+            self.header = Some(Arc::clone(header));
+        }
+        let _ = generation;
+        let turn = session.turn_state();
+        self.open_turn = turn.turn.clone().map(|turn| turn.unwrap_or(Value::Null));
+        let newest = |tag: &'static str| {
+            session
+                .latest(&EventType::parse(tag))
+                .map(|event| (event.seq(), tag))
+        };
+        self.bracket = [
+            newest("compaction/start"),
+            newest("compaction/end"),
+            newest("session/end-seed"),
+        ]
+        .into_iter()
+        .flatten()
+        .max()
+        .filter(|(_, tag)| *tag == "compaction/start")
+        .and_then(|(seq, _)| session.event(seq))
+        .map(|event| OpenBracket {
+            seq: event.seq(),
+            data: event.data().clone(),
+        });
+        let mut pending: Vec<(String, Seq)> = Vec::new();
+        let mut step: Option<(Option<Value>, Option<Value>)> = None;
+        for seq in session.surface().nodes() {
+            let Some(event) = session.event(*seq) else {
+                self.consistent = false;
+                continue;
+            };
+            let data = event.data();
+            let mut delta = 0_i32;
+            let price = match event.event_type() {
+                EventType::UserMessage => message_tokens(data, estimator),
+                EventType::SystemMessage => projected_price(data.get("message"), estimator),
+                EventType::AssistantMessage => {
+                    let key = (data.get("turn").cloned(), data.get("step").cloned());
+                    if step.as_ref() != Some(&key) {
+                        for (_, assistant) in pending.drain(..) {
+                            if let Some(slot) = self.seeded.get_mut(&assistant.get()) {
+                                slot.1 -= 1;
+                            }
+                        }
+                        step = Some(key);
+                    }
+                    for call_id in tool_call_ids(data) {
+                        pending.push((call_id.to_owned(), *seq));
+                        delta += 1;
+                    }
+                    projected_price(data.get("message"), estimator)
+                }
+                EventType::ToolResult => {
+                    let call_id = data
+                        .get("message")
+                        .and_then(|message| message.get("source"))
+                        .and_then(|source| source.get("callId"))
+                        .and_then(Value::as_str);
+                    if let Some(index) =
+                        call_id.and_then(|id| pending.iter().position(|(call, _)| call == id))
+                    {
+                        pending.remove(index);
+                        delta -= 1;
+                    }
+                    data.get("message")
+                        .map_or(0, |message| message_tokens(message, estimator))
+                }
+                _ => 0,
+            };
+            let price = u32::try_from(price).unwrap_or(u32::MAX);
+            self.seeded.insert(seq.get(), (price, delta));
+            self.surface_tokens += u64::from(price);
+            self.nodes.push(*seq);
+        }
+        // Calls the session's open turn still lists stay pending; the others were abandoned.
+        for (call_id, assistant) in pending {
+            let open = turn
+                .pending
+                .iter()
+                .any(|call| call.call_id.as_str() == Some(call_id.as_str()));
+            if open {
+                self.pending_calls.push((call_id, assistant));
+            } else if let Some(slot) = self.seeded.get_mut(&assistant.get()) {
+                slot.1 -= 1;
+            }
+        }
+        self.replace_generation = session.surface().replace_generation();
+        if let Some(assistant) = session.latest(&EventType::AssistantMessage) {
+            if let Some(usage) = assistant.data().get("usage") {
+                let field = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+                let surface_tokens: u64 = self
+                    .nodes
+                    .iter()
+                    .filter(|node| **node <= assistant.seq())
+                    .map(|node| self.price_of(*node))
+                    .sum();
+                self.anchor = Some(Anchor {
+                    seq: assistant.seq(),
+                    provider_tokens: field("inputTokens")
+                        + field("cacheReadTokens")
+                        + field("cacheWriteTokens")
+                        + field("outputTokens"),
+                    estimated_tokens: self.header_tokens + surface_tokens,
+                    surface_tokens,
+                });
+            }
+        }
+        self.synced = usize::try_from(len).unwrap_or(usize::MAX);
     }
 
     fn ingest(
@@ -372,16 +530,16 @@ impl Ledger {
         }
         let mut shadowed_price = 0_u64;
         let mut shadowed_delta = 0_i64;
-        for node in self
+        let shadowed: Vec<Seq> = self
             .nodes
             .splice(start_index..=end_index, std::iter::once(seq))
-        {
-            let index = node.get() as usize;
-            shadowed_price += self.price.get(index).map_or(0, |p| u64::from(*p));
-            shadowed_delta += self.delta.get(index).map_or(0, |d| i64::from(*d));
+            .collect();
+        for node in shadowed {
+            shadowed_price += self.price_of(node);
+            shadowed_delta += self.delta_of(node);
         }
         self.surface_tokens = self.surface_tokens.saturating_sub(shadowed_price) + u64::from(price);
-        if let Some(slot) = self.delta.get_mut(seq.get() as usize) {
+        if let Some(slot) = self.delta_slot(seq) {
             *slot = i32::try_from(shadowed_delta).unwrap_or(0);
         }
         self.replace_generation += 1;
@@ -390,8 +548,8 @@ impl Ledger {
     /// Calls still unanswered when their step or turn ends will never be answered: they
     /// no longer hold a cut open.
     fn abandon_pending(&mut self) {
-        for (_, assistant) in self.pending_calls.drain(..) {
-            if let Some(slot) = self.delta.get_mut(assistant.get() as usize) {
+        for (_, assistant) in std::mem::take(&mut self.pending_calls) {
+            if let Some(slot) = self.delta_slot(assistant) {
                 *slot -= 1;
             }
         }

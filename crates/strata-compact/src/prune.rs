@@ -18,6 +18,9 @@
 //! appended oversized results are still on the surface. A result enters the surface only
 //! as a new event (a pruned rewrite is within the limits by construction), and leaves it
 //! only through a later replacement, which must cite it; so no surface lookup is needed.
+//! On a lazily resumed session (issue 9) the history below the resident tail is not read:
+//! the oversized appended results among the surface nodes there are exactly the ones a full
+//! scan would still hold, in the same order.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -124,24 +127,45 @@ impl Pruner {
     /// [`PrunePlan::candidates`] as one batch.
     pub fn plan(&self, session: &Session) -> PrunePlan {
         let mut cursor = self.cursor.lock().unwrap_or_else(PoisonError::into_inner);
-        let events = session.events();
-        let diverged = cursor.session_id != session.id()
-            || events.len() < cursor.scanned
-            || match (&cursor.last_event, cursor.scanned.checked_sub(1)) {
-                (Some(last), Some(index)) => events
-                    .get(index)
-                    .is_none_or(|event| !Arc::ptr_eq(event, last)),
-                (None, None) => false,
-                _ => true,
-            };
+        let base = usize::try_from(session.resident_base()).unwrap_or(usize::MAX);
+        let events = session.resident_events();
+        let last_matches = match (&cursor.last_event, cursor.scanned.checked_sub(1)) {
+            (Some(last), Some(index)) => Seq::new(index as u64)
+                .ok()
+                .and_then(|seq| session.event(seq))
+                .is_some_and(|event| Arc::ptr_eq(event, last)),
+            (None, None) => true,
+            _ => false,
+        };
+        let diverged =
+            cursor.session_id != session.id() || session.len() < cursor.scanned || !last_matches;
+        let threshold = self.config.threshold_chars;
         if diverged {
             *cursor = Cursor {
                 session_id: session.id().to_owned(),
                 ..Cursor::default()
             };
+            // Below a lazy session's resident tail, the surface holds exactly the appended
+            // oversized results a scan would keep, in the same order.
+            for seq in session.surface().nodes() {
+                if usize::try_from(seq.get()).map_or(true, |index| index >= base) {
+                    continue;
+                }
+                let Some(event) = session.event(*seq) else {
+                    continue;
+                };
+                if *event.event_type() == EventType::ToolResult
+                    && event.surface_op() == Some(SurfaceOp::Append)
+                    && inner_content(event.data())
+                        .is_some_and(|blocks| text_chars(blocks) > threshold)
+                {
+                    cursor.oversized.push(*seq);
+                }
+            }
+            cursor.scanned = base;
         }
-        let threshold = self.config.threshold_chars;
-        for event in events.get(cursor.scanned..).unwrap_or(&[]) {
+        let start = cursor.scanned.max(base) - base;
+        for event in events.get(start..).unwrap_or(&[]) {
             if *event.event_type() != EventType::ToolResult && event.sources().is_none() {
                 continue;
             }
@@ -159,8 +183,8 @@ impl Pruner {
                 cursor.oversized.push(event.seq());
             }
         }
-        cursor.scanned = events.len();
-        cursor.last_event = events.last().cloned();
+        cursor.scanned = session.len();
+        cursor.last_event = session.last_event().cloned();
         // Appended results keep their log order on the surface, so `oversized` is in
         // surface order, and every entry is still on the surface.
         let ordered = cursor.oversized.clone();

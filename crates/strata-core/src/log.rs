@@ -7,13 +7,20 @@
 //! [`EventSource`] the store implements to fetch any other event on demand. Full mode is the
 //! special case `base == 0` with nothing pinned.
 //!
+//! A caller that needs the whole log of a lazy session as one slice can have it
+//! *materialized*: every event below `base` fetched once from the source, after which the
+//! full copy is kept in step with appends and rollbacks. That costs O(history), once; the
+//! resume, append and request paths never do it.
+//!
 //! Invariants:
 //! - `tail[i].seq() == base + i`; the log's length is `base + tail.len()`;
 //! - every pinned event has the seq it is keyed by, and that seq is `< base`;
-//! - `base` never changes after construction: appends and rollbacks touch the tail only.
+//! - `base` never changes after construction: appends and rollbacks touch the tail (and the
+//!   materialized copy, once it exists) only;
+//! - once set, `full[i].seq() == i` and `full.len() == len()`.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::event::Event;
 use crate::seq::Seq;
@@ -31,6 +38,15 @@ pub trait EventSource: Send + Sync {
     /// batched read (one zstd frame for many seqs, one SQL query) override this.
     fn load_many(&self, seqs: &[Seq]) -> Result<Vec<RawEvent>, SourceError> {
         seqs.iter().map(|seq| self.load(*seq)).collect()
+    }
+
+    /// The stored rows with seq `start..end` (half-open), in order: what materializing a lazy
+    /// log reads. Sources that can stream the log sequentially override this.
+    fn load_range(&self, start: u64, end: u64) -> Result<Vec<RawEvent>, SourceError> {
+        let seqs = (start..end)
+            .map(|value| Seq::new(value).map_err(|error| SourceError::new(value, error)))
+            .collect::<Result<Vec<Seq>, SourceError>>()?;
+        self.load_many(&seqs)
     }
 }
 
@@ -64,6 +80,8 @@ pub(crate) struct Log {
     /// Invariant: keys `< base`, each event's seq equal to its key.
     pinned: HashMap<u64, Arc<Event>>,
     source: Option<Arc<dyn EventSource>>,
+    /// The whole log, once materialized (lazy mode only).
+    full: OnceLock<Vec<Arc<Event>>>,
 }
 
 impl Log {
@@ -74,6 +92,7 @@ impl Log {
             tail: Vec::new(),
             pinned: HashMap::new(),
             source: None,
+            full: OnceLock::new(),
         }
     }
 
@@ -94,6 +113,7 @@ impl Log {
             tail: Vec::new(),
             pinned,
             source: Some(source),
+            full: OnceLock::new(),
         }
     }
 
@@ -156,6 +176,9 @@ impl Log {
     /// Appends the event at seq `len()`.
     pub(crate) fn push(&mut self, event: Arc<Event>) {
         debug_assert_eq!(event.seq.get(), self.len());
+        if let Some(full) = self.full.get_mut() {
+            full.push(event.clone());
+        }
         self.tail.push(event);
     }
 
@@ -164,6 +187,34 @@ impl Log {
         let keep = len.saturating_sub(self.base);
         self.tail
             .truncate(usize::try_from(keep).unwrap_or(usize::MAX));
+        let len = usize::try_from(self.len()).unwrap_or(usize::MAX);
+        if let Some(full) = self.full.get_mut() {
+            full.truncate(len);
+        }
+    }
+
+    /// The whole log as one slice: the tail in full mode; in lazy mode the materialized copy,
+    /// built on first use from `prefix` (the events below `base`, in seq order).
+    pub(crate) fn whole<E>(
+        &self,
+        prefix: impl FnOnce() -> Result<Vec<Arc<Event>>, E>,
+    ) -> Result<&[Arc<Event>], E> {
+        if self.is_full() {
+            return Ok(&self.tail);
+        }
+        if let Some(full) = self.full.get() {
+            return Ok(full);
+        }
+        let mut full = prefix()?;
+        full.extend(self.tail.iter().cloned());
+        // Another thread may have won the race with the same events; either copy will do.
+        let _ = self.full.set(full);
+        Ok(self.full.get().map_or(&[][..], Vec::as_slice))
+    }
+
+    /// The pinned event at `seq`, if one.
+    pub(crate) fn pinned(&self, seq: Seq) -> Option<&Arc<Event>> {
+        self.pinned.get(&seq.get())
     }
 }
 

@@ -647,21 +647,61 @@ impl Session {
         self.generation
     }
 
-    /// Every event, in seq order (full mode).
+    /// Every event, in seq order.
+    ///
+    /// O(1) in full mode. On a lazily resumed session ([`Session::is_lazy`]) the first call
+    /// *materializes* the log: every event below [`Session::resident_base`] is fetched from
+    /// the event source (and passes the event-local rules again), O(history) in time and
+    /// memory, once; the copy then follows appends. Code on the resume, append and request
+    /// paths uses [`Session::resident_events`] and the folds ([`Session::latest`],
+    /// [`Session::last_event`], [`Session::turn_state`]) instead. See [`Session::try_events`]
+    /// for the fallible form.
     ///
     /// # Panics
     ///
-    /// On a lazily resumed session ([`Session::is_lazy`]), which does not hold its whole log:
-    /// returning the resident tail instead would silently hand out a partial log. Use
-    /// [`Session::resident_events`], the folds ([`Session::latest`], [`Session::last_event`],
-    /// [`Session::turn_state`]) or [`Session::load_event`] there.
+    /// In lazy mode, when the event source fails or serves an event that breaks the rules
+    /// (the store's files changed under the session).
     pub fn events(&self) -> &[Arc<Event>] {
-        assert!(
-            self.log.is_full(),
-            "Session::events on a lazily resumed session (events 0..{} are not resident); use resident_events or the folds",
-            self.log.base()
-        );
-        self.log.tail()
+        match self.try_events() {
+            Ok(events) => events,
+            Err(error) => panic!("Session::events could not materialize a lazy session: {error}"),
+        }
+    }
+
+    /// [`Session::events`], reporting a failure to materialize a lazy session instead of
+    /// panicking.
+    pub fn try_events(&self) -> Result<&[Arc<Event>], ResumeError> {
+        self.log.whole(|| self.load_prefix())
+    }
+
+    /// The events below the resident tail, pinned ones shared, the others fetched.
+    fn load_prefix(&self) -> Result<Vec<Arc<Event>>, ResumeError> {
+        let base = self.log.base();
+        let Some(source) = self.log.source() else {
+            return Err(ResumeError::mismatch(
+                None,
+                "a lazy session without an event source",
+            ));
+        };
+        let rows = source.load_range(0, base)?;
+        if rows.len() as u64 != base {
+            return Err(ResumeError::mismatch(
+                None,
+                format!(
+                    "the event source returned {} rows for the {base} events before the tail",
+                    rows.len()
+                ),
+            ));
+        }
+        let mut events = Vec::with_capacity(rows.len());
+        for (seq, raw) in (0..).zip(rows) {
+            let seq = Seq::new(seq).map_err(|e| ResumeError::mismatch(Some(seq), e.to_string()))?;
+            match self.log.pinned(seq) {
+                Some(event) => events.push(event.clone()),
+                None => events.push(Arc::new(self.accept_pinned(raw, seq)?)),
+            }
+        }
+        Ok(events)
     }
 
     /// The events this session holds contiguously: seqs `resident_base()..len()` (the whole
@@ -781,11 +821,11 @@ impl Session {
         self.first_live_seq
     }
 
-    /// Events from the inherited count on: this session's own work (full mode).
+    /// Events from the inherited count on: this session's own work.
     ///
     /// # Panics
     ///
-    /// On a lazily resumed session, like [`Session::events`].
+    /// Materializes a lazy session, like [`Session::events`].
     pub fn own_events(&self) -> &[Arc<Event>] {
         let start = usize::try_from(self.inherited_count).unwrap_or(usize::MAX);
         self.events().get(start..).unwrap_or(&[])
@@ -836,11 +876,11 @@ impl Session {
         self.append_batch(closers.candidates, closers.time)
     }
 
-    /// A raw copy of every event, for seeding a replay or fork (full mode).
+    /// A raw copy of every event, for seeding a replay or fork.
     ///
     /// # Panics
     ///
-    /// On a lazily resumed session, like [`Session::events`].
+    /// Materializes a lazy session, like [`Session::events`].
     pub fn to_raw_events(&self) -> Vec<RawEvent> {
         self.events()
             .iter()

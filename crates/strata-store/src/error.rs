@@ -195,6 +195,15 @@ pub enum StoreError {
         /// The truncate or sync error.
         rollback: io::Error,
     },
+    /// A checkpoint or offset index beside a log does not describe it (stale, torn, of
+    /// another version or another file): the open falls back to reading the whole log.
+    #[error("checkpoint for {location} is not usable: {detail}")]
+    StaleCheckpoint {
+        /// The log (file, or `sqlite:path#id`).
+        location: String,
+        /// Why it was set aside.
+        detail: String,
+    },
     /// A PostgreSQL operation failed (with the server's message, code and detail when the
     /// server sent one).
     #[error("{store}: {op}: {}", postgres_message(source))]

@@ -241,6 +241,121 @@ impl JsonlBackend {
         }
         Ok(rows)
     }
+
+    /// Opens a log for appending (see [`Backend::open_append`]); `resumable` first offers
+    /// `load` the rows after a verified checkpoint, and keeps the sidecars current.
+    fn open_append_with(
+        &self,
+        id: &str,
+        load: &mut LoadFn<'_>,
+        resumable: bool,
+    ) -> Result<Box<dyn LogAppender>, StoreError> {
+        let found = self.find_existing(id)?;
+        let lock = SessionLock::acquire(&found.dir.join(LOCK_FILE_NAME), id)?;
+        let rows = self.open_log(&found.file, id)?;
+        let mut resumed = None;
+        if resumable {
+            let header = rows.header();
+            let max_record_len = self.config.max_record_len;
+            if let Some(mut resumable) =
+                crate::resume::resume_stream(&found.file, self.zstd(), header, id, max_record_len)
+            {
+                match load(&mut resumable.stream) {
+                    Ok(()) => resumed = Some(resumable),
+                    // The checkpoint did not fit after all: read the whole log.
+                    Err(StoreError::StaleCheckpoint { .. }) => {}
+                    Err(error) => return Err(error),
+                }
+            }
+        }
+        let mut whole;
+        let stream = match &mut resumed {
+            Some(resumed) => &mut resumed.stream,
+            None => {
+                whole = rows.into_stream();
+                load(&mut whole)?;
+                &mut whole
+            }
+        };
+        if stream.next().is_some() {
+            return Err(StoreError::Corrupt {
+                location: found.file.display().to_string(),
+                line: None,
+                seq: Some(stream.next_seq()),
+                detail: "the log was not read to its end before opening it for writing".into(),
+            });
+        }
+        let next_seq = stream.next_seq();
+        let torn = stream.torn();
+        let file = open_rw(&found.file)?;
+        let mut size = file
+            .metadata()
+            .map_err(|source| StoreError::io("stat", &found.file, source))?
+            .len();
+        let mut compressor = if self.zstd() {
+            Some(
+                FrameCompressor::new(self.config.zstd_level)
+                    .map_err(|source| StoreError::io("start zstd for", &found.file, source))?,
+            )
+        } else {
+            None
+        };
+        if let Some(torn) = torn {
+            // Never glue an append onto torn bytes: cut them first, durably, re-appending the
+            // complete records a torn zstd frame held as a fresh frame.
+            let recovered = match &compressor {
+                Some(_) => torn_frame_records(&found.file, torn.offset)?,
+                None => Vec::new(),
+            };
+            file.set_len(torn.offset)
+                .and_then(|()| file.sync_all())
+                .map_err(|source| StoreError::io("truncate torn tail of", &found.file, source))?;
+            size = torn.offset;
+            if let (Some(compressor), false) = (&mut compressor, recovered.is_empty()) {
+                let frame = compressor
+                    .frame(&recovered)
+                    .map_err(|source| StoreError::io("compress", &found.file, source))?;
+                file.write_all_at(&frame, size)
+                    .and_then(|()| file.sync_data())
+                    .map_err(|source| {
+                        StoreError::io("re-append recovered records to", &found.file, source)
+                    })?;
+                size += frame.len() as u64;
+            }
+        }
+        let appender = Box::new(JsonlAppender {
+            id: id.to_owned(),
+            path: found.file.clone(),
+            file,
+            size,
+            next_seq,
+            compressor,
+            _lock: lock,
+        });
+        if !resumable {
+            return Ok(appender);
+        }
+        let tail = resumed.map(|resumed| {
+            let mut log = resumed
+                .tail
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            (
+                resumed.identity,
+                resumed.n_checkpointed,
+                std::mem::take(&mut *log),
+            )
+        });
+        Ok(Box::new(crate::resume::SidecarAppender::new(
+            appender,
+            id,
+            &found.file,
+            self.zstd(),
+            self.config.max_record_len,
+            tail.as_ref()
+                .map(|(identity, n_checkpointed, log)| (*identity, *n_checkpointed, log)),
+        )))
+    }
 }
 
 impl Backend for JsonlBackend {
@@ -294,15 +409,23 @@ impl Backend for JsonlBackend {
             PublishError::Io(error) => error,
         })?;
         let file = open_rw(&final_path)?;
-        Ok(Box::new(JsonlAppender {
+        let appender = Box::new(JsonlAppender {
             id: id.to_owned(),
-            path: final_path,
+            path: final_path.clone(),
             file,
             size,
             next_seq: events.len() as u64,
             compressor,
             _lock: lock,
-        }))
+        });
+        Ok(Box::new(crate::resume::SidecarAppender::new(
+            appender,
+            id,
+            &final_path,
+            self.zstd(),
+            self.config.max_record_len,
+            None,
+        )))
     }
 
     fn open_append(
@@ -310,67 +433,31 @@ impl Backend for JsonlBackend {
         id: &str,
         load: &mut LoadFn<'_>,
     ) -> Result<Box<dyn LogAppender>, StoreError> {
+        self.open_append_with(id, load, false)
+    }
+
+    fn open_append_resumable(
+        &self,
+        id: &str,
+        load: &mut LoadFn<'_>,
+    ) -> Result<Box<dyn LogAppender>, StoreError> {
+        self.open_append_with(id, load, true)
+    }
+
+    fn scan_resumable(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
         let found = self.find_existing(id)?;
-        let lock = SessionLock::acquire(&found.dir.join(LOCK_FILE_NAME), id)?;
         let rows = self.open_log(&found.file, id)?;
-        let mut stream = rows.into_stream();
-        load(&mut stream)?;
-        if stream.next().is_some() {
-            return Err(StoreError::Corrupt {
-                location: found.file.display().to_string(),
-                line: None,
-                seq: Some(stream.n_read()),
-                detail: "the log was not read to its end before opening it for writing".into(),
-            });
-        }
-        let next_seq = stream.n_read();
-        let torn = stream.torn();
-        drop(stream);
-        let file = open_rw(&found.file)?;
-        let mut size = file
-            .metadata()
-            .map_err(|source| StoreError::io("stat", &found.file, source))?
-            .len();
-        let mut compressor = if self.zstd() {
-            Some(
-                FrameCompressor::new(self.config.zstd_level)
-                    .map_err(|source| StoreError::io("start zstd for", &found.file, source))?,
-            )
-        } else {
-            None
-        };
-        if let Some(torn) = torn {
-            // Never glue an append onto torn bytes: cut them first, durably, re-appending the
-            // complete records a torn zstd frame held as a fresh frame.
-            let recovered = match &compressor {
-                Some(_) => torn_frame_records(&found.file, torn.offset)?,
-                None => Vec::new(),
-            };
-            file.set_len(torn.offset)
-                .and_then(|()| file.sync_all())
-                .map_err(|source| StoreError::io("truncate torn tail of", &found.file, source))?;
-            size = torn.offset;
-            if let (Some(compressor), false) = (&mut compressor, recovered.is_empty()) {
-                let frame = compressor
-                    .frame(&recovered)
-                    .map_err(|source| StoreError::io("compress", &found.file, source))?;
-                file.write_all_at(&frame, size)
-                    .and_then(|()| file.sync_data())
-                    .map_err(|source| {
-                        StoreError::io("re-append recovered records to", &found.file, source)
-                    })?;
-                size += frame.len() as u64;
-            }
-        }
-        Ok(Box::new(JsonlAppender {
-            id: id.to_owned(),
-            path: found.file,
-            file,
-            size,
-            next_seq,
-            compressor,
-            _lock: lock,
-        }))
+        let resumed = crate::resume::resume_stream(
+            &found.file,
+            self.zstd(),
+            rows.header(),
+            id,
+            self.config.max_record_len,
+        );
+        Ok(match resumed {
+            Some(resumed) => resumed.stream,
+            None => rows.into_stream(),
+        })
     }
 
     fn scan(&self, id: &str) -> Result<LogStream<'_>, StoreError> {

@@ -27,6 +27,7 @@
 //! See ARCHITECTURE.md at the repository root for how the crates fit together.
 #![deny(missing_docs)]
 
+pub use checkpoint::{CheckpointRecordError, Evidence, CHECKPOINT_MAGIC};
 pub use codec::{
     decode_event_line, decode_header_line, decode_header_value, encode_event_line,
     encode_header_line, expand_sources, write_range_sources, CodecError, EventLine, JsonlReader,
@@ -34,6 +35,7 @@ pub use codec::{
 };
 pub use error::{AppendError, ForkError, LockHolder, StoreError};
 pub use frames::{scan_frames, FrameError, FrameScan, FrameSpan};
+pub use index::INDEX_FILE_NAME;
 pub use jsonl::{
     is_zstd_file, read_log, scan_log, write_log, Compression, JsonlBackend, JsonlConfig,
 };
@@ -50,20 +52,23 @@ pub use postgres::{
     DEFAULT_SCHEMA as POSTGRES_DEFAULT_SCHEMA, SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION,
 };
 pub use ranges::{decode_source_seqs, encode_source_seqs, RangeError, MAX_SAFE_SEQ};
+pub use resume::{remove_sidecars, CHECKPOINT_FILE_NAME};
 pub use sqlite::{SqliteBackend, APPLICATION_ID, COMPRESS_THRESHOLD, SCHEMA_VERSION};
 pub use store::{
     default_sqlite_path, restore_stream, Backend, Batch, EventRows, Listing, LoadFn, LogAppender,
-    LogStream, Store, StoredLog, TornInfo,
+    LogStream, ResumePoint, Store, StoredLog, TornInfo,
 };
-pub use writer::SessionWriter;
+pub use writer::{SessionWriter, CHECKPOINT_EVERY};
 
 pub mod legacy;
 pub mod migrate;
 pub mod synth;
 
+mod checkpoint;
 mod codec;
 mod error;
 mod frames;
+mod index;
 mod jsonl;
 mod layout;
 mod lines;
@@ -72,6 +77,7 @@ mod memory;
 mod postgres;
 mod prefetch;
 mod ranges;
+mod resume;
 mod sqlite;
 mod store;
 mod writer;

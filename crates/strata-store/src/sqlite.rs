@@ -16,6 +16,11 @@
 //! - **Lossless rows.** `data` is the exact JSON text (zstd-compressed as a BLOB when it is at
 //!   least 4 KiB and compression shrinks it); `source_event_seqs` is the JSONL range encoding;
 //!   rows read back are the same events (envelope key order is canonical).
+//! - **Checkpoints are a cache** (issue 9). The `(session_id, seq)` key is the offset index; a
+//!   `checkpoints` row per session holds the newest checkpoint record, created with the table
+//!   on open when missing (no schema version bump: older builds ignore it, and their appends
+//!   only make it stale). It is used only when it covers at most `next_seq` events and the
+//!   stored row at its last covered seq still hashes to what it recorded.
 
 use std::fs::DirBuilder;
 use std::os::unix::fs::DirBuilderExt;
@@ -25,7 +30,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::Value;
-use strata_core::{Event, RawEvent, ReplaceSpelling, SessionHeader, SurfaceMeta};
+use strata_core::{
+    Checkpoint, Event, EventSource, RawEvent, ReplaceSpelling, Seq, SessionHeader, SourceError,
+    SurfaceMeta,
+};
 
 use crate::codec::{
     decode_event_line, decode_header_line, encode_header_line, write_range_sources, CodecError,
@@ -39,6 +47,7 @@ use crate::memory::sort_newest_first;
 use crate::prefetch::Prefetch;
 use crate::store::{
     default_sqlite_path, Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream,
+    ResumePoint,
 };
 
 /// The schema this build reads and writes (`PRAGMA user_version`).
@@ -70,6 +79,15 @@ CREATE TABLE events (
     surface_op TEXT,
     ignorable INTEGER CHECK (ignorable IS NULL OR ignorable = 1),
     PRIMARY KEY (session_id, seq)
+) STRICT;
+";
+
+/// The checkpoint cache (issue 9), created on every open when missing.
+const CHECKPOINT_SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS checkpoints (
+    session_id TEXT PRIMARY KEY NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    n_events INTEGER NOT NULL,
+    record BLOB NOT NULL
 ) STRICT;
 ";
 
@@ -213,6 +231,159 @@ impl SqliteBackend {
             expected += 1;
         }
         Ok(events)
+    }
+
+    /// FNV-1a 64 of the stored row at `seq` (type, time and data as stored), the evidence a
+    /// checkpoint keeps of its last covered event; `None` when there is no such row.
+    fn row_hash_on(
+        &self,
+        conn: &Connection,
+        id: &str,
+        seq: u64,
+    ) -> Result<Option<String>, StoreError> {
+        let mut statement = conn
+            .prepare_cached(
+                "SELECT type, time, data FROM events WHERE session_id = ?1 AND seq = ?2",
+            )
+            .map_err(self.sql("read checkpoint evidence"))?;
+        let seq = i64::try_from(seq).unwrap_or(i64::MAX);
+        let mut rows = statement
+            .query(params![id, seq])
+            .map_err(self.sql("read checkpoint evidence"))?;
+        let Some(row) = rows.next().map_err(self.sql("read checkpoint evidence"))? else {
+            return Ok(None);
+        };
+        let mut bytes = Vec::new();
+        for column in 0..3 {
+            match row
+                .get_ref(column)
+                .map_err(self.sql("read checkpoint evidence"))?
+            {
+                ValueRef::Text(text) | ValueRef::Blob(text) => bytes.extend_from_slice(text),
+                ValueRef::Integer(value) => bytes.extend_from_slice(value.to_string().as_bytes()),
+                ValueRef::Real(value) => bytes.extend_from_slice(value.to_string().as_bytes()),
+                ValueRef::Null => {}
+            }
+            bytes.push(b'\n');
+        }
+        Ok(Some(crate::checkpoint::fnv64_hex(&bytes)))
+    }
+
+    /// The stored header text and next seq of a session.
+    fn session_row_on(&self, conn: &Connection, id: &str) -> Result<(String, u64), StoreError> {
+        let row: Option<(String, i64)> = conn
+            .prepare_cached("SELECT header, next_seq FROM sessions WHERE id = ?1")
+            .and_then(|mut statement| {
+                statement
+                    .query_row([id], |row| Ok((row.get(0)?, row.get(1)?)))
+                    .optional()
+            })
+            .map_err(self.sql("read session"))?;
+        let (header, next_seq) = row.ok_or_else(|| self.not_found(id))?;
+        Ok((header, u64::try_from(next_seq).unwrap_or(0)))
+    }
+
+    /// The rows after the session's checkpoint, when it has one that fits the stored log.
+    fn resume_stream(&self, id: &str) -> Result<Option<LogStream<'_>>, StoreError> {
+        let (header, checkpoint) = {
+            let conn = lock_conn(&self.inner.reader);
+            let header = self.read_header_on(&conn, id)?;
+            let (header_text, next_seq) = self.session_row_on(&conn, id)?;
+            let record: Option<Vec<u8>> = conn
+                .prepare_cached("SELECT record FROM checkpoints WHERE session_id = ?1")
+                .and_then(|mut statement| statement.query_row([id], |row| row.get(0)).optional())
+                .map_err(self.sql("read checkpoint"))?;
+            let Some(record) = record else {
+                return Ok(None);
+            };
+            let Ok((session_id, evidence, checkpoint)) = crate::checkpoint::decode(&record) else {
+                return Ok(None);
+            };
+            let fits = session_id == id
+                && evidence.n_events > 0
+                && evidence.n_events <= next_seq
+                && evidence.header_hash == crate::checkpoint::fnv64_hex(header_text.as_bytes())
+                && self.row_hash_on(&conn, id, evidence.n_events - 1)?.as_ref()
+                    == Some(&evidence.last_hash);
+            if !fits {
+                return Ok(None);
+            }
+            (header, checkpoint)
+        };
+        let n_events = checkpoint.n_events;
+        let n_stored = {
+            let conn = lock_conn(&self.inner.reader);
+            self.session_row_on(&conn, id)?.1
+        };
+        let rows = SqliteRows {
+            backend: self.clone(),
+            id: id.to_owned(),
+            page: Vec::new().into_iter(),
+            n_yielded: 0,
+            n_stored,
+            next_seq: n_events,
+            done: false,
+        };
+        let point = ResumePoint {
+            checkpoint,
+            source: Arc::new(SqliteSource {
+                backend: self.clone(),
+                id: id.to_owned(),
+            }),
+        };
+        Ok(Some(LogStream::resuming(
+            header,
+            self.location(id),
+            None,
+            rows,
+            point,
+        )))
+    }
+
+    /// Opens a session for appending; `resumable` first offers `load` the rows after its
+    /// checkpoint (see [`Backend::open_append_resumable`]).
+    fn open_append_with(
+        &self,
+        id: &str,
+        load: &mut LoadFn<'_>,
+        resumable: bool,
+    ) -> Result<Box<dyn LogAppender>, StoreError> {
+        if !self.exists(id)? {
+            return Err(self.not_found(id));
+        }
+        let lock = self.lock(id)?;
+        let mut resumed = None;
+        if resumable {
+            if let Some(mut stream) = self.resume_stream(id)? {
+                match load(&mut stream) {
+                    Ok(()) => resumed = Some(stream),
+                    Err(StoreError::StaleCheckpoint { .. }) => {}
+                    Err(error) => return Err(error),
+                }
+            }
+        }
+        let mut stream = match resumed {
+            Some(stream) => stream,
+            None => {
+                let mut stream = self.scan(id)?;
+                load(&mut stream)?;
+                stream
+            }
+        };
+        if stream.next().is_some() {
+            return Err(StoreError::Corrupt {
+                location: self.location(id),
+                line: None,
+                seq: Some(stream.next_seq()),
+                detail: "the log was not read to its end before opening it for writing".into(),
+            });
+        }
+        Ok(Box::new(SqliteAppender {
+            backend: self.clone(),
+            id: id.to_owned(),
+            next_seq: stream.next_seq(),
+            _lock: lock,
+        }))
     }
 
     fn decode_row(
@@ -399,6 +570,8 @@ fn initialise(path: &Path, conn: &Connection) -> Result<(), StoreError> {
     }
     conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
         .map_err(sql("set pragmas"))?;
+    conn.execute_batch(CHECKPOINT_SCHEMA)
+        .map_err(sql("create the checkpoint table"))?;
     Ok(())
 }
 
@@ -547,26 +720,22 @@ impl Backend for SqliteBackend {
         id: &str,
         load: &mut LoadFn<'_>,
     ) -> Result<Box<dyn LogAppender>, StoreError> {
-        if !self.exists(id)? {
-            return Err(self.not_found(id));
+        self.open_append_with(id, load, false)
+    }
+
+    fn open_append_resumable(
+        &self,
+        id: &str,
+        load: &mut LoadFn<'_>,
+    ) -> Result<Box<dyn LogAppender>, StoreError> {
+        self.open_append_with(id, load, true)
+    }
+
+    fn scan_resumable(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
+        match self.resume_stream(id)? {
+            Some(stream) => Ok(stream),
+            None => self.scan(id),
         }
-        let lock = self.lock(id)?;
-        let mut stream = self.scan(id)?;
-        load(&mut stream)?;
-        if stream.next().is_some() {
-            return Err(StoreError::Corrupt {
-                location: self.location(id),
-                line: None,
-                seq: Some(stream.n_read()),
-                detail: "the log was not read to its end before opening it for writing".into(),
-            });
-        }
-        Ok(Box::new(SqliteAppender {
-            backend: self.clone(),
-            id: id.to_owned(),
-            next_seq: stream.n_read(),
-            _lock: lock,
-        }))
     }
 
     fn scan(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
@@ -646,6 +815,8 @@ impl Backend for SqliteBackend {
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(self.sql("begin delete"))?;
+        tx.execute("DELETE FROM checkpoints WHERE session_id = ?1", [id])
+            .map_err(self.sql("delete checkpoint"))?;
         tx.execute("DELETE FROM events WHERE session_id = ?1", [id])
             .map_err(self.sql("delete events"))?;
         tx.execute("DELETE FROM sessions WHERE id = ?1", [id])
@@ -758,5 +929,73 @@ impl LogAppender for SqliteAppender {
         tx.commit().map_err(backend.sql("commit append"))?;
         self.next_seq = next;
         Ok(())
+    }
+
+    fn checkpoint(&mut self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
+        let n_events = checkpoint.n_events;
+        if n_events == 0 || n_events != self.next_seq {
+            return Ok(());
+        }
+        let backend = &self.backend;
+        let conn = lock_conn(&backend.inner.writer);
+        let (header_text, _) = backend.session_row_on(&conn, &self.id)?;
+        let Some(last_hash) = backend.row_hash_on(&conn, &self.id, n_events - 1)? else {
+            return Ok(());
+        };
+        let evidence = crate::checkpoint::Evidence {
+            n_events,
+            log_bytes: 0,
+            last_frame: n_events - 1,
+            last_offset: 0,
+            last_hash,
+            header_hash: crate::checkpoint::fnv64_hex(header_text.as_bytes()),
+            file: None,
+        };
+        let record = crate::checkpoint::encode(&self.id, checkpoint, &evidence);
+        conn.execute(
+            "INSERT INTO checkpoints (session_id, n_events, record) VALUES (?1, ?2, ?3) \
+             ON CONFLICT (session_id) DO UPDATE SET n_events = excluded.n_events, \
+             record = excluded.record",
+            params![self.id, i64::try_from(n_events).unwrap_or(i64::MAX), record],
+        )
+        .map_err(backend.sql("write checkpoint"))?;
+        Ok(())
+    }
+}
+
+/// Fetches events of one session by seq (the primary key is the index).
+struct SqliteSource {
+    backend: SqliteBackend,
+    id: String,
+}
+
+impl EventSource for SqliteSource {
+    fn load(&self, seq: Seq) -> Result<RawEvent, SourceError> {
+        self.load_many(&[seq])?
+            .pop()
+            .ok_or_else(|| SourceError::new(seq.get(), "no such row"))
+    }
+
+    fn load_many(&self, seqs: &[Seq]) -> Result<Vec<RawEvent>, SourceError> {
+        let conn = lock_conn(&self.backend.inner.reader);
+        seqs.iter()
+            .map(|seq| {
+                let rows = self
+                    .backend
+                    .read_events_on(&conn, &self.id, seq.get(), Some(1))
+                    .map_err(|error| SourceError::new(seq.get(), error))?;
+                rows.into_iter()
+                    .next()
+                    .ok_or_else(|| SourceError::new(seq.get(), "no such row"))
+            })
+            .collect()
+    }
+
+    fn load_range(&self, start: u64, end: u64) -> Result<Vec<RawEvent>, SourceError> {
+        let conn = lock_conn(&self.backend.inner.reader);
+        let limit = usize::try_from(end.saturating_sub(start)).unwrap_or(usize::MAX);
+        self.backend
+            .read_events_on(&conn, &self.id, start, Some(limit))
+            .map_err(|error| SourceError::new(start, error))
     }
 }

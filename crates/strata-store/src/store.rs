@@ -29,6 +29,13 @@
 //!   does not decode is corruption, reported with file, line and seq, never skipped.
 //! - **Validation is the core's.** Backends store what they are given; [`Store`] and
 //!   [`SessionWriter`] run every event through strata-core before a byte is written.
+//! - **Checkpoints are caches, never trusted blindly.** A backend may keep, beside a log, an
+//!   offset index and [`Checkpoint`]s of a prefix of it (issue 9), each with evidence of the
+//!   prefix it describes (its length and a hash of its last record). A resumable read
+//!   ([`Backend::scan_resumable`], [`Backend::open_append_resumable`]) offers the newest
+//!   checkpoint whose evidence matches the log, with the rows after it and an
+//!   [`EventSource`] for the rest; a missing, torn, stale or foreign one is ignored and the
+//!   whole log is read. Losing or damaging either never loses or changes an event.
 //!
 //! No method panics on bad input or I/O failure.
 
@@ -37,8 +44,8 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use strata_core::{
-    fork_session, CloseCause, Event, ForkErrorCode, ForkMode, RawEvent, SeedOptions, Session,
-    SessionHeader,
+    fork_session, Checkpoint, CloseCause, Event, EventSource, ForkErrorCode, ForkMode, RawEvent,
+    ResumeError, SeedOptions, Session, SessionHeader,
 };
 
 use crate::codec::encode_event_line;
@@ -101,6 +108,29 @@ pub struct LogStream<'a> {
     rows: Box<dyn EventRows + 'a>,
     /// Invariant: the number of events yielded so far.
     n_read: u64,
+    /// Invariant: the seq of the first row (the resume point's `n_events`, else 0).
+    first_seq: u64,
+    /// Set when the rows start after a checkpoint rather than at seq 0.
+    resume: Option<ResumePoint>,
+}
+
+/// Where a resumable read starts: a verified checkpoint of the log's first
+/// `checkpoint.n_events` events and a source for the events it names (see
+/// [`Session::resume`]). The stream's rows are the events after it.
+pub struct ResumePoint {
+    /// The checkpoint, verified against the log by the backend.
+    pub checkpoint: Checkpoint,
+    /// Fetches the events the checkpoint names (and any other, on demand).
+    pub source: Arc<dyn EventSource>,
+}
+
+impl std::fmt::Debug for ResumePoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResumePoint")
+            .field("n_events", &self.checkpoint.n_events)
+            .field("n_nodes", &self.checkpoint.nodes.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'a> LogStream<'a> {
@@ -117,7 +147,44 @@ impl<'a> LogStream<'a> {
             first_line,
             rows: Box::new(rows),
             n_read: 0,
+            first_seq: 0,
+            resume: None,
         }
+    }
+
+    /// A stream over the rows after `point`'s checkpoint, for backends: `rows` must start at
+    /// seq `point.checkpoint.n_events`.
+    pub fn resuming(
+        header: SessionHeader,
+        location: String,
+        first_line: Option<u64>,
+        rows: impl EventRows + 'a,
+        point: ResumePoint,
+    ) -> LogStream<'a> {
+        let mut stream = LogStream::new(header, location, first_line, rows);
+        stream.first_seq = point.checkpoint.n_events;
+        stream.resume = Some(point);
+        stream
+    }
+
+    /// The seq of the first row: 0, or the resume point's `n_events`.
+    pub fn first_seq(&self) -> u64 {
+        self.first_seq
+    }
+
+    /// The seq of the next row (the log's length once the stream is exhausted).
+    pub fn next_seq(&self) -> u64 {
+        self.first_seq + self.n_read
+    }
+
+    /// The checkpoint the rows follow, if this stream resumes (see [`ResumePoint`]).
+    pub fn resume_point(&self) -> Option<&ResumePoint> {
+        self.resume.as_ref()
+    }
+
+    /// Takes the resume point out (the stream keeps its first seq).
+    pub fn take_resume_point(&mut self) -> Option<ResumePoint> {
+        self.resume.take()
     }
 
     /// The validated header.
@@ -151,7 +218,8 @@ impl<'a> LogStream<'a> {
         self.rows.progress()
     }
 
-    /// Reads the rest of the stream into a [`StoredLog`] (materializing every row).
+    /// Reads the rest of the stream into a [`StoredLog`] (materializing every row). Only for
+    /// streams from seq 0.
     pub fn collect_log(mut self) -> Result<StoredLog, StoreError> {
         let events = self
             .by_ref()
@@ -276,6 +344,27 @@ pub trait Backend: Send + Sync {
 
     /// Deletes a stored session; fails with [`StoreError::Locked`] while it is open for writing.
     fn delete(&self, id: &str) -> Result<(), StoreError>;
+
+    /// Like [`Backend::scan`], but starting after the newest checkpoint whose evidence matches
+    /// the log, when there is one ([`LogStream::resume_point`]); otherwise the whole log. No
+    /// lock, no modification. The default reads the whole log.
+    fn scan_resumable(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
+        self.scan(id)
+    }
+
+    /// Like [`Backend::open_append`], but the stream handed to `load` may start after a
+    /// verified checkpoint ([`LogStream::resume_point`]). If `load` then fails with
+    /// [`StoreError::StaleCheckpoint`], the backend sets its sidecars aside and calls `load`
+    /// again with the whole log; any other error is returned as is. The appender this returns
+    /// maintains the backend's index and accepts [`LogAppender::checkpoint`]. The default
+    /// reads the whole log.
+    fn open_append_resumable(
+        &self,
+        id: &str,
+        load: &mut LoadFn<'_>,
+    ) -> Result<Box<dyn LogAppender>, StoreError> {
+        self.open_append(id, load)
+    }
 }
 
 /// The exclusive append handle of one stored session (see the module contract).
@@ -286,6 +375,15 @@ pub trait LogAppender: Send {
     /// Durably appends `batch` (first seq = [`LogAppender::next_seq`]). On error the appender
     /// is poisoned and must be dropped.
     fn append(&mut self, batch: &Batch<'_>) -> Result<(), StoreError>;
+
+    /// Records `checkpoint` beside the log, for later resumable reads. Call only when
+    /// `checkpoint.n_events` equals [`LogAppender::next_seq`] (every covered event durable);
+    /// anything else is ignored. Best effort: a failure leaves the log and the appender
+    /// intact (the next open reads more of the log). The default keeps no checkpoints.
+    fn checkpoint(&mut self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
+        let _ = checkpoint;
+        Ok(())
+    }
 }
 
 /// The store API: sessions validated by strata-core, persisted by a [`Backend`].
@@ -391,20 +489,44 @@ impl Store {
         Ok(n_events)
     }
 
-    /// Opens a session for writing (exclusive). The stored log is validated as it streams in; a
-    /// turn a crash left open is closed (session-core §8) and the end-seed marker added (§9.1),
-    /// and both are made durable before this returns. Reopening a repaired log adds nothing.
+    /// Opens a session for writing (exclusive), resuming from the newest verified checkpoint
+    /// when the backend keeps one (O(live surface + rows since the checkpoint), issue 9), else
+    /// restoring the whole log. The rows read are validated as they stream in; a turn a crash
+    /// left open is closed (session-core §8) and the end-seed marker added (§9.1), both made
+    /// durable before this returns, and a checkpoint of the result is recorded. Reopening a
+    /// repaired log adds nothing. See [`Store::open_write_full`] for the full restore.
     pub fn open_write(&self, id: &str) -> Result<SessionWriter, StoreError> {
-        let mut restored: Option<(Session, u64)> = None;
-        let mut appender = self.backend.open_append(id, &mut |stream| {
+        self.open_write_with(id, true)
+    }
+
+    /// [`Store::open_write`] that always restores (and so re-validates) the whole log, whatever
+    /// checkpoints exist. It neither uses nor maintains them: what it appends makes them stale,
+    /// which the next resumable open detects (it then reads the rows after the checkpoint).
+    pub fn open_write_full(&self, id: &str) -> Result<SessionWriter, StoreError> {
+        self.open_write_with(id, false)
+    }
+
+    fn open_write_with(&self, id: &str, resumable: bool) -> Result<SessionWriter, StoreError> {
+        let mut restored: Option<(Session, u64, u64)> = None;
+        let mut load = |stream: &mut LogStream<'_>| {
             let options = SeedOptions {
                 marker_time: now_ms(),
             };
+            let from = stream.first_seq();
             let session = restore_stream(stream, Some(CloseCause::Interrupted), options)?;
-            restored = Some((check_id(session, id, stream.location())?, stream.n_read()));
+            restored = Some((
+                check_id(session, id, stream.location())?,
+                stream.next_seq(),
+                from,
+            ));
             Ok(())
-        })?;
-        let Some((session, n_stored)) = restored else {
+        };
+        let mut appender = if resumable {
+            self.backend.open_append_resumable(id, &mut load)?
+        } else {
+            self.backend.open_append(id, &mut load)?
+        };
+        let Some((session, n_stored, checkpointed)) = restored else {
             return Err(StoreError::Corrupt {
                 location: self.backend.describe(),
                 line: None,
@@ -412,8 +534,14 @@ impl Store {
                 detail: format!("the backend opened session {id:?} without streaming its log"),
             });
         };
-        let n_stored = usize::try_from(n_stored).unwrap_or(usize::MAX);
-        let added: Vec<Arc<Event>> = session.events().get(n_stored..).unwrap_or(&[]).to_vec();
+        let added: Vec<Arc<Event>> = match n_stored.checked_sub(session.resident_base()) {
+            Some(offset) => session
+                .resident_events()
+                .get(usize::try_from(offset).unwrap_or(usize::MAX)..)
+                .unwrap_or(&[])
+                .to_vec(),
+            None => Vec::new(),
+        };
         if !added.is_empty() {
             let mut jsonl = Vec::new();
             for event in &added {
@@ -424,11 +552,21 @@ impl Store {
                 jsonl: &jsonl,
             })?;
         }
-        Ok(SessionWriter::start(
+        let mut checkpointed = checkpointed;
+        if resumable && (session.len() as u64) > checkpointed {
+            if let Some(checkpoint) = session.checkpoint() {
+                // Best effort: without it the next open reads more of the log.
+                if appender.checkpoint(&checkpoint).is_ok() {
+                    checkpointed = checkpoint.n_events;
+                }
+            }
+        }
+        Ok(SessionWriter::start_checkpointed(
             session,
             appender,
             self.backend.max_record_len(),
             added,
+            checkpointed,
         ))
     }
 
@@ -444,8 +582,26 @@ impl Store {
 
     /// Reads and validates a session, streaming rows from the backend into the restore (no
     /// repair is written; the end-seed marker a restore adds exists only in the returned value).
+    /// Always the whole log: this is the full verification.
     pub fn load(&self, id: &str) -> Result<Session, StoreError> {
         let mut stream = self.backend.scan(id)?;
+        let session = restore_stream(&mut stream, None, SeedOptions::default())?;
+        check_id(session, id, stream.location())
+    }
+
+    /// [`Store::load`] resuming from the newest verified checkpoint when the backend keeps one
+    /// (a lazy session: O(live surface + rows since the checkpoint)); the whole log otherwise,
+    /// or when the checkpoint turns out not to fit. Reads only, writes nothing.
+    pub fn load_lazy(&self, id: &str) -> Result<Session, StoreError> {
+        let mut stream = self.backend.scan_resumable(id)?;
+        if stream.resume_point().is_some() {
+            match restore_stream(&mut stream, None, SeedOptions::default()) {
+                Ok(session) => return check_id(session, id, stream.location()),
+                Err(StoreError::StaleCheckpoint { .. }) => {}
+                Err(other) => return Err(other),
+            }
+            stream = self.backend.scan(id)?;
+        }
         let session = restore_stream(&mut stream, None, SeedOptions::default())?;
         check_id(session, id, stream.location())
     }
@@ -520,6 +676,11 @@ impl Store {
 /// Restores a session from a stream, rows flowing from the reader into the core one at a time.
 /// A read error ends the rows and is reported in preference to whatever the core made of the
 /// shortened log; a rejection names the stream's location and the event's line.
+///
+/// A stream that resumes after a checkpoint ([`LogStream::resume_point`]) is resumed lazily
+/// ([`Session::resume`]); if that fails for any reason (a checkpoint that does not fit, an
+/// unreadable pinned event, a rejected row) the result is [`StoreError::StaleCheckpoint`] and
+/// the caller reads the whole log, whose restore is the authority on what is wrong with it.
 pub fn restore_stream(
     stream: &mut LogStream<'_>,
     repair: Option<CloseCause>,
@@ -527,6 +688,39 @@ pub fn restore_stream(
 ) -> Result<Session, StoreError> {
     let header = stream.header().clone();
     let mut failure = None;
+    if let Some(point) = stream.take_resume_point() {
+        let location = stream.location().to_owned();
+        let resumed = {
+            let rows = UntilError {
+                stream: &mut *stream,
+                failure: &mut failure,
+            };
+            match repair {
+                Some(cause) => Session::resume_repaired(
+                    header,
+                    point.checkpoint,
+                    rows,
+                    point.source,
+                    cause,
+                    options,
+                ),
+                None => Session::resume(header, point.checkpoint, rows, point.source, options),
+            }
+        };
+        let stale = |detail: String| StoreError::StaleCheckpoint {
+            location: location.clone(),
+            detail,
+        };
+        if let Some(error) = failure {
+            return Err(stale(format!("reading the rows after it failed: {error}")));
+        }
+        return resumed.map_err(|error| match error {
+            ResumeError::Rejected(rejected) => stale(format!(
+                "a row after it is rejected ({rejected}); the whole log decides"
+            )),
+            other => stale(other.to_string()),
+        });
+    }
     let restored = {
         let rows = UntilError {
             stream: &mut *stream,

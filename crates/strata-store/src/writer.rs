@@ -16,6 +16,11 @@
 //! - After a store failure the writer is poisoned: `failed` is set, never cleared, and every
 //!   waiting and later append fails. The in-memory session may then hold events that never
 //!   became durable; reopen the session to recover.
+//! - Checkpoints (issue 9) are taken on the caller's thread right after a batch commits, so a
+//!   checkpoint is exactly the session's state at its `n_events`; the flusher records it
+//!   with [`LogAppender::checkpoint`] only once those events are durable. One is taken every
+//!   [`CHECKPOINT_EVERY`] events (sooner at a turn end) and one when the writer closes, so a
+//!   reopen replays a short tail. Recording is best effort and never poisons the writer.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
@@ -47,8 +52,17 @@ struct Shared {
     durable: Condvar,
 }
 
+/// Events between periodic checkpoints (a turn end takes one after a sixteenth of that).
+pub const CHECKPOINT_EVERY: u64 = 4096;
+
 struct State {
     session: Session,
+    /// A checkpoint waiting for its events to be durable; the newest replaces an older one.
+    pending_checkpoint: Option<strata_core::Checkpoint>,
+    /// Invariant: the `n_events` of the newest checkpoint taken (recorded or pending).
+    checkpointed: u64,
+    /// Checkpoints the flusher recorded successfully, for tests and benches.
+    n_checkpoints: u64,
     /// Events accepted but not yet handed to the flusher, with their encoded lines.
     queued: Vec<Arc<Event>>,
     queued_jsonl: Vec<u8>,
@@ -68,10 +82,25 @@ impl SessionWriter {
         max_record_len: usize,
         added_on_open: Vec<Arc<Event>>,
     ) -> SessionWriter {
+        SessionWriter::start_checkpointed(session, appender, max_record_len, added_on_open, 0)
+    }
+
+    /// [`SessionWriter::start`] for a session whose first `checkpointed` events are covered by
+    /// a recorded checkpoint.
+    pub(crate) fn start_checkpointed(
+        session: Session,
+        appender: Box<dyn LogAppender>,
+        max_record_len: usize,
+        added_on_open: Vec<Arc<Event>>,
+        checkpointed: u64,
+    ) -> SessionWriter {
         let id = session.id().to_owned();
         let durable_len = session.len() as u64;
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
+                pending_checkpoint: None,
+                checkpointed,
+                n_checkpoints: 0,
                 session,
                 queued: Vec::new(),
                 queued_jsonl: Vec::new(),
@@ -167,6 +196,14 @@ impl SessionWriter {
             return Ok(events);
         };
         let target = last.seq().get() + 1;
+        let n_new = target.saturating_sub(state.checkpointed);
+        let turn_ended = *last.event_type() == strata_core::EventType::TurnEnd;
+        if n_new >= CHECKPOINT_EVERY || (turn_ended && n_new >= CHECKPOINT_EVERY / 16) {
+            if let Some(checkpoint) = state.session.checkpoint() {
+                state.checkpointed = checkpoint.n_events;
+                state.pending_checkpoint = Some(checkpoint);
+            }
+        }
         state.queued.extend(events.iter().cloned());
         self.shared.work.notify_one();
         loop {
@@ -212,6 +249,11 @@ impl SessionWriter {
         lock(&self.shared.state).n_flushes
     }
 
+    /// How many checkpoints the flusher has recorded beside the log.
+    pub fn n_checkpoints(&self) -> u64 {
+        lock(&self.shared.state).n_checkpoints
+    }
+
     /// Events the open added and made durable: crash closers and the end-seed marker.
     pub fn added_on_open(&self) -> &[Arc<Event>] {
         &self.added_on_open
@@ -236,7 +278,20 @@ impl SessionWriter {
     }
 
     fn shutdown(&mut self) {
-        lock(&self.shared.state).closing = true;
+        {
+            let mut state = lock(&self.shared.state);
+            // A final checkpoint, so the next open replays nothing.
+            if !state.closing && state.failed.is_none() {
+                let len = state.session.len() as u64;
+                if len > state.checkpointed {
+                    if let Some(checkpoint) = state.session.checkpoint() {
+                        state.checkpointed = checkpoint.n_events;
+                        state.pending_checkpoint = Some(checkpoint);
+                    }
+                }
+            }
+            state.closing = true;
+        }
         self.shared.work.notify_all();
         if let Some(handle) = self.flusher.take() {
             // A panicking flusher already poisoned nothing we could report better.
@@ -264,21 +319,49 @@ fn flush_loop(shared: &Shared, mut appender: Box<dyn LogAppender>) {
     let mut events: Vec<Arc<Event>> = Vec::new();
     let mut jsonl: Vec<u8> = Vec::new();
     loop {
+        let checkpoint;
         {
             let mut state = lock(&shared.state);
-            while state.queued.is_empty() && !state.closing && state.failed.is_none() {
+            while state.queued.is_empty()
+                && state.pending_checkpoint.is_none()
+                && !state.closing
+                && state.failed.is_none()
+            {
                 state = shared
                     .work
                     .wait(state)
                     .unwrap_or_else(PoisonError::into_inner);
             }
-            if state.queued.is_empty() || state.failed.is_some() {
+            if state.failed.is_some() {
                 return;
+            }
+            if state.queued.is_empty() {
+                // Nothing to write: record a checkpoint whose events are all durable, then
+                // stop if closing (a checkpoint taken at close waits for nothing else).
+                let durable_len = state.durable_len;
+                let checkpoint = state
+                    .pending_checkpoint
+                    .take_if(|checkpoint| checkpoint.n_events <= durable_len);
+                let closing = state.closing;
+                drop(state);
+                if let Some(checkpoint) = checkpoint {
+                    record_checkpoint(shared, appender.as_mut(), &checkpoint);
+                }
+                if closing {
+                    return;
+                }
+                continue;
             }
             events.clear();
             jsonl.clear();
             std::mem::swap(&mut events, &mut state.queued);
             std::mem::swap(&mut jsonl, &mut state.queued_jsonl);
+            // The checkpoint was taken when its batch committed, so it covers exactly the
+            // events queued up to then: these, or fewer.
+            let flushed_len = events.last().map_or(0, |last| last.seq().get() + 1);
+            checkpoint = state
+                .pending_checkpoint
+                .take_if(|checkpoint| checkpoint.n_events <= flushed_len);
         }
         let result = appender.append(&Batch {
             events: &events,
@@ -298,6 +381,25 @@ fn flush_loop(shared: &Shared, mut appender: Box<dyn LogAppender>) {
         if state.failed.is_some() {
             return;
         }
+        drop(state);
+        if let Some(checkpoint) = checkpoint {
+            record_checkpoint(shared, appender.as_mut(), &checkpoint);
+        }
+    }
+}
+
+/// Records a checkpoint whose events are durable, if it is still the log's exact length.
+fn record_checkpoint(
+    shared: &Shared,
+    appender: &mut dyn LogAppender,
+    checkpoint: &strata_core::Checkpoint,
+) {
+    if checkpoint.n_events != appender.next_seq() {
+        // More was appended since: a checkpoint records a whole log, so wait for the next.
+        return;
+    }
+    if appender.checkpoint(checkpoint).is_ok() {
+        lock(&shared.state).n_checkpoints += 1;
     }
 }
 

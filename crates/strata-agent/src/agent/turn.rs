@@ -544,11 +544,9 @@ fn attempt(turn: u64, step: u64, stream: Vec<Value>) -> Candidate {
 
 /// The next turn number: one past the last `turn/start`, or 1.
 fn next_turn(session: &Session) -> u64 {
+    // O(1) in both session modes: the latest-by-type fold, not a scan of the log.
     session
-        .events()
-        .iter()
-        .rev()
-        .find(|event| *event.event_type() == EventType::TurnStart)
+        .latest(&EventType::TurnStart)
         .and_then(|event| event.u64_field("turn"))
         .map_or(1, |turn| turn + 1)
 }

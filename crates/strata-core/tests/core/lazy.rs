@@ -152,6 +152,12 @@ fn assert_same_session(full: &Session, lazy: &Session) {
         );
     }
     assert_eq!(full.checkpoint(), lazy.checkpoint(), "checkpoint");
+    // Materializing the lazy log gives the full one (and it then follows appends).
+    assert_eq!(
+        jsons(full.events()),
+        jsons(lazy.events()),
+        "materialized log"
+    );
 }
 
 fn assert_same_outcome(full: &Result<Session, AcceptError>, lazy: &Result<Session, ResumeError>) {

@@ -109,11 +109,12 @@ fn open_or_create(store: &Store, id: &str) -> Result<SessionWriter, StoreError> 
 /// The next turn number and the seq it starts at.
 fn next_turn(writer: &SessionWriter) -> (u64, u64) {
     writer.with_session(|session| {
+        // Turns are numbered from 1 with no gaps: the latest `turn/start` names the count
+        // (an O(1) fold, so a resumed lazy session never reads its history here).
         let turns = session
-            .events()
-            .iter()
-            .filter(|event| event.event_type().as_str() == "turn/start")
-            .count() as u64;
+            .latest(&strata_core::EventType::TurnStart)
+            .and_then(|event| event.u64_field("turn"))
+            .unwrap_or(0);
         (turns + 1, session.len() as u64)
     })
 }

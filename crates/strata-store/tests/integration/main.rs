@@ -31,6 +31,9 @@ mod stream;
 /// Migration of older generations to V3 (issue 4).
 mod migrate;
 
+/// Lazy opens from checkpoints and offset indexes, across damaged or stale sidecars (issue 9).
+mod resume;
+
 /// PostgreSQL only: racing writers, a connection killed mid-batch, schema versions, fork as
 /// `INSERT … SELECT`, following a live session (issue 8).
 mod postgres;

@@ -1,0 +1,150 @@
+//! The checkpoint record format: round trip, and every way a record is set aside.
+
+use serde_json::json;
+use strata_core::synth::{generate, SynthConfig};
+use strata_core::{Checkpoint, EventType, OpenCall, Seq, TurnState};
+
+use super::*;
+
+fn evidence(n_events: u64) -> Evidence {
+    Evidence {
+        n_events,
+        log_bytes: 12_345,
+        last_frame: 12_000,
+        last_offset: 7,
+        last_hash: fnv64_hex(b"last"),
+        header_hash: fnv64_hex(b"header"),
+        file: Some([1, 2]),
+    }
+}
+
+fn seqs(values: &[u64]) -> Vec<Seq> {
+    values
+        .iter()
+        .map(|value| Seq::new(*value).unwrap())
+        .collect()
+}
+
+fn sample() -> Checkpoint {
+    Checkpoint {
+        n_events: 40,
+        nodes: seqs(&[0, 1, 2, 3, 30, 12, 13, 39]),
+        replace_generation: 3,
+        request_header_seq: Some(Seq::new(4).unwrap()),
+        request_context_seq: None,
+        last_inherited_marker: Some(9),
+        latest: vec![
+            (EventType::TurnStart, Seq::new(31).unwrap()),
+            (EventType::parse("compaction/start"), Seq::new(29).unwrap()),
+        ],
+        turn: TurnState {
+            turn: Some(Some(json!(7))),
+            step: Some(None),
+            pending: vec![
+                OpenCall {
+                    call_id: json!("call-1"),
+                    step: Some(json!(null)),
+                    call_seq: Some(Seq::new(35).unwrap()),
+                },
+                OpenCall {
+                    call_id: json!("call-2"),
+                    step: None,
+                    call_seq: None,
+                },
+            ],
+        },
+    }
+}
+
+#[test]
+fn checkpoint_record_round_trips() {
+    let record = encode("s1", &sample(), &evidence(40));
+    let (id, found_evidence, checkpoint) = decode(&record).unwrap();
+    assert_eq!(id, "s1");
+    assert_eq!(found_evidence, evidence(40));
+    assert_eq!(checkpoint, sample());
+    // Runs of consecutive nodes are written as one pair.
+    let text = String::from_utf8(record).unwrap();
+    assert!(
+        text.contains("\"nodes\":[[0,4],[30,1],[12,2],[39,1]]"),
+        "{text}"
+    );
+}
+
+#[test]
+fn checkpoint_record_round_trips_a_generated_session() {
+    let session = generate(&SynthConfig {
+        events: 2_000,
+        ..SynthConfig::default()
+    })
+    .unwrap();
+    let checkpoint = session.checkpoint().unwrap();
+    let record = encode("synthetic", &checkpoint, &evidence(checkpoint.n_events));
+    assert_eq!(decode(&record).unwrap().2, checkpoint);
+}
+
+#[test]
+fn torn_checkpoint_records_are_set_aside_at_every_length() {
+    let record = encode("s1", &sample(), &evidence(40));
+    for len in 0..record.len() {
+        let error = decode(&record[..len]).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                CheckpointRecordError::Torn { .. } | CheckpointRecordError::Version { .. }
+            ),
+            "{len}: {error}"
+        );
+    }
+}
+
+#[test]
+fn damaged_checkpoint_records_are_set_aside() {
+    let record = encode("s1", &sample(), &evidence(40));
+    // Any flipped byte of the body changes the checksum.
+    let body_start = CHECKPOINT_MAGIC.len() + 1;
+    for at in (body_start..record.len() - 18).step_by(7) {
+        let mut damaged = record.clone();
+        damaged[at] ^= 0x20;
+        assert!(decode(&damaged).is_err(), "byte {at}");
+    }
+    // Zeroed pages, as a crash may leave them.
+    assert!(decode(&vec![0; record.len()]).is_err());
+}
+
+#[test]
+fn other_versions_are_refused_by_name() {
+    let mut record = encode("s1", &sample(), &evidence(40));
+    record[CHECKPOINT_MAGIC.len() - 1] = b'2';
+    let error = decode(&record).unwrap_err();
+    assert_eq!(
+        error,
+        CheckpointRecordError::Version {
+            found: "strata-checkpoint 2".into()
+        }
+    );
+    assert_eq!(
+        error.to_string(),
+        "not a version-1 checkpoint record (first line \"strata-checkpoint 2\")"
+    );
+}
+
+#[test]
+fn a_record_claiming_more_nodes_than_events_is_refused() {
+    let mut checkpoint = sample();
+    checkpoint.nodes = seqs(&[0, 1, 2]);
+    let mut record = encode("s1", &checkpoint, &evidence(40));
+    // Rewrite the run length and the checksum consistently: a well-formed lie.
+    let text = String::from_utf8(record.clone()).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let body = lines[1].replace("[[0,3]]", "[[0,4000000000]]");
+    let sum = fnv64_hex(body.as_bytes());
+    lines[1] = &body;
+    lines[2] = &sum;
+    record = format!("{}\n", lines.join("\n")).into_bytes();
+    let error = decode(&record).unwrap_err();
+    assert!(
+        matches!(error, CheckpointRecordError::Shape { .. }),
+        "{error}"
+    );
+}
