@@ -11,7 +11,7 @@ pub use remap::{remap_references, BadReference, SeqMap, Unmapped};
 pub use stage::{StageContext, StageItem, Staged};
 pub use stream::{embeddable, encode_stream};
 pub use v0_v1::V0ToV1;
-pub use v1_v2::V1ToV2;
+pub use v1_v2::{header as v2_header, seed_length as v1_seed_length, V1ToV2};
 pub use v2_v3::{V2ToV3, LOOKAHEAD_LIMIT, SYSTEM_PROMPT_PLUGIN};
 pub use verify::{validate_source, verify_target, Checked};
 

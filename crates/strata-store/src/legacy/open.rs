@@ -3,7 +3,6 @@
 //! v0/v1 through upstream rc.8's restore path, v2 under v2 rules — streaming into a
 //! [`RestoreSink`]. Every failure names the file, the generation, the line and the seq.
 
-use std::fmt;
 use std::path::Path;
 
 use strata_core::{Generation, SessionHeader};
@@ -27,12 +26,14 @@ pub struct Opened<T> {
 }
 
 /// Why an older-generation log could not be opened.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum OpenError {
     /// The file could not be read as a log of a generation strata knows.
-    Read(ReadError),
+    #[error(transparent)]
+    Read(#[from] ReadError),
     /// The log breaks its generation's rules.
+    #[error("{file}: {}{}: {}: {}", generation_name(*.generation), place(.rejection), .rejection.rule, .rejection.message)]
     Rejected {
         /// The file.
         file: String,
@@ -43,31 +44,19 @@ pub enum OpenError {
     },
 }
 
-impl fmt::Display for OpenError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            OpenError::Read(error) => write!(f, "{error}"),
-            OpenError::Rejected {
-                file,
-                generation,
-                rejection,
-            } => {
-                write!(f, "{file}: {}", generation_name(*generation))?;
-                if let Some(line) = rejection.line {
-                    write!(f, " line {line}")?;
-                }
-                if let Some(seq) = rejection.seq {
-                    write!(f, " (seq {seq})")?;
-                } else if let Some(index) = rejection.index {
-                    write!(f, " (event {index})")?;
-                }
-                write!(f, ": {}: {}", rejection.rule, rejection.message)
-            }
-        }
+/// ` line L (seq S)` for a rejection, as far as it is known.
+fn place(rejection: &Rejection) -> String {
+    let mut text = String::new();
+    if let Some(line) = rejection.line {
+        text.push_str(&format!(" line {line}"));
     }
+    match (rejection.seq, rejection.index) {
+        (Some(seq), _) => text.push_str(&format!(" (seq {seq})")),
+        (None, Some(index)) => text.push_str(&format!(" (event {index})")),
+        (None, None) => {}
+    }
+    text
 }
-
-impl std::error::Error for OpenError {}
 
 /// Reads and validates the v0, v1 or v2 log at `path`; `sink` receives the validated header
 /// and the rows of the seed path.

@@ -110,7 +110,8 @@ pub enum Wrapping {
 }
 
 /// A refused v0 log: the rule, upstream's inner text and where it applies.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
 pub struct Rejection {
     /// The rule.
     pub rule: RuleId,
@@ -198,11 +199,3 @@ impl Rejection {
         }
     }
 }
-
-impl fmt::Display for Rejection {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Rejection {}

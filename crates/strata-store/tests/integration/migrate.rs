@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use strata_core::{Generation, SeedOptions, Session};
 use strata_store::legacy::pack_records;
-use strata_store::migrate::{migrate_file, validate_source, verify_target, MigrateError};
+use strata_store::migrate::{
+    compare_messages, migrate_file, validate_source, verify_target, MigrateError,
+};
 use strata_store::{read_log, JsonlReader, ReaderOptions};
 
 const GENERATED: [&str; 2] = ["gen-e500-s11.jsonl", "gen-e700-s12-dense.jsonl"];
@@ -304,4 +306,92 @@ fn accepted_rule_fixtures_migrate_with_the_same_messages() {
         56,
         "{n_migrated} fixtures migrated"
     );
+}
+
+/// Writes a generated v0 log carried through the first edges as a `session.v1.jsonl` or
+/// `session.v2.jsonl` file (the physical form those generations have: v1 = v0 layout with
+/// version 1, v2 = the V3 header keys and range-encoded sources).
+fn lay_out_older(dir: &Path, name: &str, target: Generation) -> PathBuf {
+    use std::sync::Arc;
+
+    use strata_store::encode_source_seqs;
+    use strata_store::migrate::{StageContext, Staged, V0ToV1, V1ToV2};
+
+    let text = fs::read_to_string(generated(name)).unwrap();
+    let mut lines = text.lines();
+    let header_line: Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    let mut header = header_line.as_object().unwrap().clone();
+    header.shift_remove("type");
+    let context = StageContext {
+        file: Arc::from(name),
+        source_generation: Generation::V0,
+        session_id: Arc::from(header["id"].as_str().unwrap()),
+    };
+    let events = lines
+        .enumerate()
+        .map(|(index, line)| {
+            Ok(Staged::from_source(
+                index as u64 + 2,
+                serde_json::from_str(line).unwrap(),
+            ))
+        })
+        .collect::<Vec<_>>()
+        .into_iter();
+    let v1 = V0ToV1::new(events, context.clone());
+    let (file_name, header_out, staged): (&str, serde_json::Map<String, Value>, Vec<Staged>) =
+        match target {
+            Generation::V1 => {
+                let mut h = header.clone();
+                h.insert("version".into(), Value::from(1));
+                ("session.v1.jsonl", h, v1.map(Result::unwrap).collect())
+            }
+            _ => {
+                let h = strata_store::migrate::v2_header(&header);
+                let v2 = V1ToV2::new(v1, context, None);
+                ("session.v2.jsonl", h, v2.map(Result::unwrap).collect())
+            }
+        };
+    let mut out = String::from("{\"type\":\"session\"");
+    for (key, value) in &header_out {
+        out.push_str(&format!(
+            ",{}:{}",
+            serde_json::to_string(key).unwrap(),
+            value
+        ));
+    }
+    out.push_str("}\n");
+    for mut item in staged {
+        if target == Generation::V2 {
+            if let Some(Value::Array(items)) = item.event.get("sourceEventSeqs") {
+                let seqs: Vec<u64> = items.iter().map(|v| v.as_u64().unwrap()).collect();
+                item.event
+                    .insert("sourceEventSeqs".into(), encode_source_seqs(&seqs));
+            }
+        }
+        out.push_str(&serde_json::to_string(&item.event).unwrap());
+        out.push('\n');
+    }
+    let path = dir.join(file_name);
+    fs::write(&path, out).unwrap();
+    path
+}
+
+#[test]
+fn v1_and_v2_sources_read_validate_and_migrate_with_the_same_messages() {
+    for name in GENERATED {
+        let v0_dir = tempfile::tempdir().unwrap();
+        let v0 = lay_out(v0_dir.path(), name, false, false);
+        let reference = validate_source(&v0).unwrap();
+        for target in [Generation::V1, Generation::V2] {
+            let dir = tempfile::tempdir().unwrap();
+            let source = lay_out_older(dir.path(), name, target);
+            let checked = validate_source(&source).unwrap();
+            assert_eq!(checked.messages, reference.messages, "{name} as {target:?}");
+            let report = migrate_file(&source).unwrap();
+            assert_eq!(report.source_generation, target);
+            assert_eq!(report.target, dir.path().join("session.v3.jsonl"));
+            let after = verify_target(&report.target, false).unwrap();
+            compare_messages(&reference, &after).unwrap();
+        }
+    }
 }
