@@ -15,7 +15,8 @@
 //! - [`Summarizer`] — the async seam the agent's LLM summarizer implements;
 //!   [`ExtractiveSummarizer`] is the deterministic offline one.
 //! - [`Pruner`] — middle-elision of oversized tool results, one node per replacement.
-//! - [`restore_resumed`] — crash repair that also closes an open compaction bracket.
+//! - [`restore_resumed`] — crash repair that also closes an open compaction bracket;
+//!   [`repair_stored`] appends that repair durably to a stored session.
 //!
 //! ```
 //! use strata_compact::{block_on, CompactionConfig, Compactor, ExtractiveSummarizer, IdGenerator, Trigger};
@@ -57,6 +58,7 @@ pub use host::{
 };
 pub use meter::{Anchor, Measurement, TokenMeter};
 pub use prune::{prune_blocks, text_chars, PrunePlan, PrunedResult, Pruner, MARKER, MARKER_CHARS};
+pub use repair::{plan_repair, repair_events, repair_stored};
 pub use select::{select_region, Region};
 pub use summarizer::{
     instruction_text, SummarizeError, Summarizer, Summary, SummaryRequest, CHECKPOINT_PREAMBLE,
@@ -72,5 +74,6 @@ mod extractive;
 mod host;
 mod meter;
 mod prune;
+mod repair;
 mod select;
 mod summarizer;

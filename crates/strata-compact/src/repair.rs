@@ -1,0 +1,85 @@
+//! Durable crash repair of a stored session: the closers [`restore_resumed`] computes — an open
+//! compaction bracket's `compaction/end`, then the open turn's closers (session-core §8), then
+//! the end-seed marker — appended through the store under the writer lock (`strata repair`).
+//!
+//! `Store::open_write` closes a crashed turn on open but leaves an open compaction bracket to
+//! be made stale by its marker, as upstream does; this path closes the bracket too, in the
+//! order a resuming writer of this crate uses. A log with nothing open is left untouched (not
+//! even a marker is added), so repairing twice writes once.
+
+use std::sync::Arc;
+
+use strata_core::{Event, EventType, RawEvent, SeedOptions, SessionHeader};
+use strata_store::{encode_event_line, Batch, LogStream, Store, StoreError};
+
+use crate::bracket::{restore_resumed, Resumed};
+
+/// The events a resume would append to a stored log when a turn or a compaction bracket is
+/// open — closers, then the end-seed marker; empty when nothing is open.
+pub fn repair_events(resumed: &Resumed) -> Vec<Arc<Event>> {
+    let added = resumed
+        .session
+        .events()
+        .get(resumed.n_stored..)
+        .unwrap_or(&[]);
+    if added
+        .iter()
+        .all(|event| *event.event_type() == EventType::SessionEndSeed)
+    {
+        return Vec::new();
+    }
+    added.to_vec()
+}
+
+/// Plans the repair of a log read from storage (see [`repair_events`]), without writing.
+pub fn plan_repair(
+    header: SessionHeader,
+    rows: Vec<RawEvent>,
+    marker_time: i64,
+) -> Result<(Resumed, Vec<Arc<Event>>), strata_core::AcceptError> {
+    let resumed = restore_resumed(header, rows, SeedOptions { marker_time })?;
+    let added = repair_events(&resumed);
+    Ok((resumed, added))
+}
+
+/// Opens stored session `id` for appending (taking its writer lock), validates its whole log,
+/// and durably appends the closers of an open compaction bracket and turn plus the end-seed
+/// marker. Returns what was appended; empty, and nothing written, when nothing was open.
+pub fn repair_stored(
+    store: &Store,
+    id: &str,
+    marker_time: i64,
+) -> Result<Vec<Arc<Event>>, StoreError> {
+    let location = store.backend().describe();
+    let mut added: Vec<Arc<Event>> = Vec::new();
+    let mut load = |stream: &mut LogStream<'_>| -> Result<(), StoreError> {
+        let header = stream.header().clone();
+        let rows = stream
+            .by_ref()
+            .collect::<Result<Vec<RawEvent>, StoreError>>()?;
+        let (_, events) =
+            plan_repair(header, rows, marker_time).map_err(|source| StoreError::Invalid {
+                id: id.to_owned(),
+                location: location.clone(),
+                line: None,
+                source: Box::new(source),
+            })?;
+        added = events;
+        Ok(())
+    };
+    let mut appender = store.backend().open_append(id, &mut load)?;
+    if !added.is_empty() {
+        let mut jsonl = Vec::new();
+        for event in &added {
+            encode_event_line(event, &mut jsonl);
+        }
+        appender.append(&Batch {
+            events: &added,
+            jsonl: &jsonl,
+        })?;
+    }
+    Ok(added)
+}
+
+#[cfg(test)]
+mod tests;
