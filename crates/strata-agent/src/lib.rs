@@ -1,7 +1,8 @@
 //! strata-agent: the agent loop on a strata session. It owns the LLM client ([`llm`]: a
 //! streaming OpenAI-compatible chat client with DeepSeek's extensions, retries, and a scripted
 //! model that replays canned responses offline), the [`tools`] a local agent offers the model,
-//! and the loop itself ([`agent`]: turns, steps, cancellation and resume on a durable session).
+//! and the loop itself ([`agent`]: turns, steps, cancellation and resume on a durable session),
+//! plus [`export`]: the request a log implies in OpenAI and Anthropic shapes.
 //!
 //! Layer: cli → **agent** → compact → store → core. The agent is the only layer that touches the
 //! network; it must never write session bytes itself (the store does) nor decide surface rules
@@ -25,5 +26,6 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+pub mod export;
 pub mod llm;
 pub mod tools;
