@@ -106,6 +106,39 @@ pub fn restore_resumed(
     Ok(Resumed { session, n_stored })
 }
 
+/// Closes a compaction bracket a crash left open in a session a writer has reopened, and
+/// returns the `compaction/end {error: "interrupted"}` it appended (`None` when no bracket is
+/// open). O(1): it reads the latest `compaction/start` and `compaction/end`, which lazy and
+/// full sessions both hold.
+///
+/// `Store::open_write` (the store layer cannot know compaction) closes a crashed turn and adds
+/// the end-seed marker, which leaves the bracket stale but unrecorded; this records its end, so
+/// the log says the attempt was interrupted instead of leaving it open forever. The closer
+/// follows the marker here (a full-log repair through [`restore_resumed`] puts it first).
+pub fn close_open_bracket(
+    writer: &strata_store::SessionWriter,
+    time: i64,
+) -> Result<Option<Arc<Event>>, strata_store::AppendError> {
+    let start_type = EventType::parse("compaction/start");
+    let end_type = EventType::parse("compaction/end");
+    let candidate = writer.with_session(|session| {
+        let start = session.latest(&start_type)?;
+        let ended = session
+            .latest(&end_type)
+            .is_some_and(|end| end.seq() > start.seq());
+        (!ended).then(|| {
+            Candidate::log_only(payload::PluginEvent {
+                event_type: "compaction/end".into(),
+                data: closer_data(start.data()),
+            })
+        })
+    });
+    let Some(candidate) = candidate else {
+        return Ok(None);
+    };
+    Ok(writer.append(vec![candidate], time)?.pop())
+}
+
 /// `{compactionId, sourceCommandId?, turn, error: "interrupted"}` copied from a start.
 fn closer_data(start: &Value) -> Value {
     let mut data = Map::new();

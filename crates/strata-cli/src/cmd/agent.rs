@@ -65,14 +65,14 @@ pub(crate) fn build(args: &AgentArgs, observer: Arc<dyn Observer>) -> anyhow::Re
         }
     };
     let writer = match (&args.session, args.resume) {
-        (Some(id), true) => store.open_write(id)?,
+        (Some(id), true) => resume(&store, id)?,
         (None, true) => {
             let listing = store.list()?;
             let latest = listing
                 .sessions
                 .first()
                 .ok_or_else(|| anyhow!("no stored session to resume"))?;
-            store.open_write(latest.id())?
+            resume(&store, latest.id())?
         }
         (id, false) => {
             let id = id.clone().unwrap_or_else(new_id);
@@ -106,6 +106,16 @@ pub(crate) fn build(args: &AgentArgs, observer: Arc<dyn Observer>) -> anyhow::Re
     Ok(Agent::new(writer, model, tools, workspace, config)
         .with_observer(observer)
         .with_hook(Arc::new(compaction)))
+}
+
+/// Reopens a stored session for the agent (lazily, from its checkpoint when one is valid): the
+/// store closes a crashed turn, then a compaction bracket the crash left open is recorded as
+/// interrupted.
+fn resume(store: &Store, id: &str) -> anyhow::Result<strata_store::SessionWriter> {
+    let writer = store.open_write(id)?;
+    strata_compact::close_open_bracket(&writer, SystemClock.now_ms())
+        .with_context(|| format!("close the compaction left open in session {id:?}"))?;
+    Ok(writer)
 }
 
 /// Prints one JSON object per appended event (`strata run --json`).

@@ -9,8 +9,8 @@ use std::io::Write;
 
 use serde_json::json;
 use strata_compact::{
-    block_on, restore_resumed, CompactionConfig, Compactor, ExtractiveSummarizer, IdGenerator,
-    MemoryHost, Trigger, INTERRUPTED,
+    block_on, close_open_bracket, restore_resumed, CompactionConfig, Compactor,
+    ExtractiveSummarizer, IdGenerator, MemoryHost, Trigger, INTERRUPTED,
 };
 use strata_core::{SeedOptions, Session};
 use strata_store::{encode_event_line, read_log, write_log, Compression, Store};
@@ -131,12 +131,11 @@ fn a_manual_bracket_closes_with_a_null_turn() {
     );
 }
 
-// What the store's own open path does today: core repair closes the turn but not the
-// bracket, and the end-seed marker makes the bracket stale (upstream behaviour).
-// FIXME: once core repair emits the compaction closer (proposed with issue 5), expect
-// ["compaction/end", "turn/end", "session/end-seed"] here too.
+// The store's own open path closes the turn but not the bracket (the store cannot know
+// compaction), and its end-seed marker makes the bracket stale, as upstream does;
+// `close_open_bracket` then records the bracket's end, once.
 #[test]
-fn store_open_write_leaves_the_bracket_stale_today() {
+fn store_open_write_then_close_open_bracket_records_the_interrupted_attempt() {
     let (session, start, before) = compacted();
     let root = tempfile::tempdir().unwrap();
     let store = Store::jsonl(root.path(), Compression::None);
@@ -150,13 +149,53 @@ fn store_open_write_leaves_the_bracket_stale_today() {
         .map(|e| e.event_type().as_str())
         .collect();
     assert_eq!(added, ["turn/end", "session/end-seed"]);
+    let closer = close_open_bracket(&writer, 7)
+        .unwrap()
+        .expect("a bracket was open");
+    assert_eq!(closer.event_type().as_str(), "compaction/end");
+    assert_eq!(closer.data()["error"], json!("interrupted"));
+    let started = &session.events()[start];
+    assert_eq!(
+        closer.data()["compactionId"],
+        started.data()["compactionId"]
+    );
+    assert!(
+        close_open_bracket(&writer, 8).unwrap().is_none(),
+        "closed once"
+    );
     writer.with_session(|reopened| {
         assert_eq!(reopened.surface().nodes(), before.surface().nodes());
         let compactor = Compactor::new(CompactionConfig::default()).unwrap();
-        assert!(
-            compactor.plan(reopened, Trigger::Manual).unwrap().is_some(),
-            "stale, not busy"
-        );
+        assert!(compactor.plan(reopened, Trigger::Manual).unwrap().is_some());
     });
+    writer.close().unwrap();
+    // The closer is durable, and a reopen does not repeat it (only the end-seed marker every
+    // reopen after new events adds).
+    let writer = store.open_write(session.id()).unwrap();
+    let added: Vec<&str> = writer
+        .added_on_open()
+        .iter()
+        .map(|e| e.event_type().as_str())
+        .collect();
+    assert_eq!(added, ["session/end-seed"]);
+    assert!(close_open_bracket(&writer, 9).unwrap().is_none());
+    writer.close().unwrap();
+}
+
+#[test]
+fn close_open_bracket_leaves_a_closed_log_alone() {
+    let (session, _, _) = compacted();
+    let root = tempfile::tempdir().unwrap();
+    let store = Store::jsonl(root.path(), Compression::None);
+    store
+        .import(
+            session.header().clone(),
+            raw_prefix(&session, session.len()),
+        )
+        .unwrap();
+    let writer = store.open_write(session.id()).unwrap();
+    let before = writer.with_session(|s| s.len());
+    assert!(close_open_bracket(&writer, 1).unwrap().is_none());
+    assert_eq!(writer.with_session(|s| s.len()), before);
     writer.close().unwrap();
 }
