@@ -1136,7 +1136,11 @@ fn publish_new(
     write: impl FnOnce(&mut io::BufWriter<&mut File>) -> io::Result<u64>,
 ) -> Result<u64, PublishError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    // A bare file name's parent is "", which cannot be opened to fsync: it is ".".
+    let dir = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        .unwrap_or_else(|| Path::new("."));
     if path.exists() {
         return Err(PublishError::Exists);
     }

@@ -651,6 +651,18 @@ impl Store {
         let n_stored = source.n_read();
         // The default cut is the last *stored* event, not a marker the restore added.
         let boundary = boundary.or_else(|| n_stored.checked_sub(1));
+        // A boundary is a stored seq: the marker the restore added is not in the source.
+        if let Some(boundary) = boundary.filter(|&boundary| boundary >= n_stored) {
+            let last = n_stored
+                .checked_sub(1)
+                .map_or_else(|| "none".to_owned(), |last| last.to_string());
+            return Err(ForkError::Refused(strata_core::ForkError::new(
+                ForkErrorCode::InvalidBoundary,
+                format!(
+                    "fork boundary {boundary} does not exist in session \"{source_id}\" (last seq: {last})"
+                ),
+            )));
+        }
         let child = fork_session(
             &parent,
             child_id,

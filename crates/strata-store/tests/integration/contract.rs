@@ -272,6 +272,15 @@ fn fork_inherits_a_prefix_and_refuses_bad_requests() {
         assert!(
             matches!(&exists, Err(ForkError::Refused(e)) if e.code == ForkErrorCode::SessionAlreadyExists)
         );
+        // The boundary must be a stored seq, not the marker a restore of the source adds.
+        let n_stored = store.read("parent").unwrap().events.len() as u64;
+        let past = store.fork("parent", "past", Some(n_stored), ForkMode::AnyPrefix);
+        assert!(
+            matches!(&past, Err(ForkError::Refused(e)) if e.code == ForkErrorCode::InvalidBoundary
+                && e.message.contains(&format!("last seq: {}", n_stored - 1))),
+            "{kind:?}"
+        );
+        assert!(matches!(store.read("past"), Err(StoreError::NotFound { .. })));
         let missing = store.fork("nope", "x", None, ForkMode::AnyPrefix);
         assert!(
             matches!(&missing, Err(ForkError::Refused(e)) if e.code == ForkErrorCode::SessionNotFound)
