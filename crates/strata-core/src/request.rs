@@ -142,7 +142,9 @@ pub fn request_at(
     let fold = fold_window(
         generation,
         Seq::ZERO,
-        prefix.iter().map(|event| RawEvent::from_event(event)),
+        prefix
+            .iter()
+            .map(|event| RawEvent::from_event_in(event, generation)),
     )?;
     let messages = fold
         .nodes

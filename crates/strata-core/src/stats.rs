@@ -91,7 +91,9 @@ pub fn log_stats(events: &[Arc<Event>], generation: Generation) -> Result<LogSta
     let fold = fold_window(
         generation,
         Seq::ZERO,
-        events.iter().map(|event| RawEvent::from_event(event)),
+        events
+            .iter()
+            .map(|event| RawEvent::from_event_in(event, generation)),
     )?;
     let mut counts: Vec<(String, u64)> = Vec::new();
     let mut places = Vec::with_capacity(events.len());
