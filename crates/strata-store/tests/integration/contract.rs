@@ -280,7 +280,10 @@ fn fork_inherits_a_prefix_and_refuses_bad_requests() {
                 && e.message.contains(&format!("last seq: {}", n_stored - 1))),
             "{kind:?}"
         );
-        assert!(matches!(store.read("past"), Err(StoreError::NotFound { .. })));
+        assert!(matches!(
+            store.read("past"),
+            Err(StoreError::NotFound { .. })
+        ));
         let missing = store.fork("nope", "x", None, ForkMode::AnyPrefix);
         assert!(
             matches!(&missing, Err(ForkError::Refused(e)) if e.code == ForkErrorCode::SessionNotFound)
