@@ -43,12 +43,110 @@ pub enum Command {
     },
     /// Print the derived messages: what the next model request would send.
     ///
-    /// Example: strata messages session.v3.jsonl --json > messages.json
+    /// `--at SEQ` gives the request as it was right after event SEQ. `--format openai` and
+    /// `--format anthropic` print the whole request in that API's shape, after checking that
+    /// every tool call has its result. Exits 1 when the log is rejected or the export is refused
+    /// (a tool call without its result: close a crashed turn with `strata repair`), 2 when SEQ
+    /// is past the end of the log or the log cannot be read.
+    ///
+    /// Example: strata messages session.v3.jsonl --format openai --at 42 --json
     Messages {
+        /// A session log: a file, `sqlite://PATH#ID` or a stored session id.
+        file: PathBuf,
+        /// The wire shape: dsh (strata's own message values), openai (a chat-completions
+        /// request) or anthropic (a messages request).
+        #[arg(long = "format", value_enum, default_value_t = MessageFormat::Dsh)]
+        shape: MessageFormat,
+        /// The request as it was right after this seq instead of the next one.
+        #[arg(long, value_name = "SEQ")]
+        at: Option<u64>,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Summarize a session log: header, generation, counts by type, turns and steps, surface
+    /// size, shadowed events, every replacement with what it shadowed, token usage, file size.
+    ///
+    /// Exits 1 when the log is rejected, 2 when it cannot be read.
+    ///
+    /// Example: strata inspect session.v3.jsonl
+    Inspect {
         /// A session log: a file, `sqlite://PATH#ID` or a stored session id.
         file: PathBuf,
         #[command(flatten)]
         format: Format,
+    },
+    /// Close a turn (and a compaction bracket) left open by a crash, durably, with the
+    /// closers a resume would append.
+    ///
+    /// LOG is a `sqlite://PATH#ID` reference, a stored session id, or a file inside a JSONL
+    /// store layout (ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]); --dry-run also reads a loose
+    /// file. A log with nothing open is left untouched, so repairing twice writes once. Exits 1
+    /// when the log is rejected, 2 when it cannot be read or opened for writing.
+    ///
+    /// Example: strata repair session.v3.jsonl --dry-run
+    Repair {
+        /// A session log: a file, `sqlite://PATH#ID` or a stored session id.
+        file: PathBuf,
+        /// Print the closers that would be appended; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Fork a session at a seq: a new log holding the prefix up to SEQ (an open turn closed
+    /// with `forked` closers).
+    ///
+    /// The child gets a fresh id and names LOG's session as its parent. With -o it is written
+    /// as a V3 JSONL file (zstd when OUT ends in `.zstd`; an existing file is never replaced);
+    /// without -o it is created in LOG's store (a stored session, or a file inside a JSONL
+    /// store layout) and its id printed. Exits 1 when LOG is rejected, 2 when SEQ is not a seq
+    /// of LOG or the fork cannot be written.
+    ///
+    /// Example: strata fork session.v3.jsonl --at 42 -o fork.session.v3.jsonl
+    Fork {
+        /// A session log: a file, `sqlite://PATH#ID` or a stored session id.
+        file: PathBuf,
+        /// The last seq the fork keeps.
+        #[arg(long, value_name = "SEQ")]
+        at: u64,
+        /// Write the fork to this new file, zstd when it ends in `.zstd` (default: a new
+        /// session in the source's store).
+        #[arg(short, long, value_name = "OUT")]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Run an offline tour on the embedded default store: a scripted agent session with tool
+    /// calls, a crash and its repair, compaction, pruning and a fork, printing the surface
+    /// before and after each step.
+    ///
+    /// Example: strata demo
+    Demo {
+        #[command(flatten)]
+        store: StoreArg,
+    },
+    /// Write a self-contained HTML report of a session: a timeline of every event by turn and
+    /// step, surface nodes vs shadowed events, each replacement's span, token usage per step.
+    /// The page loads nothing from the network; an existing FILE is replaced only with --force.
+    ///
+    /// Example: strata report session.v3.jsonl -o report.html
+    Report {
+        /// A session log: a file, `sqlite://PATH#ID` or a stored session id.
+        file: PathBuf,
+        /// The HTML file to write.
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+        /// Replace the output file if it exists (without this flag an existing file is left
+        /// alone and the command fails).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print a shell completion script.
+    ///
+    /// Example: strata completions bash > ~/.local/share/bash-completion/completions/strata
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
     },
     /// Chat with the agent on a session: type a prompt per line; tokens stream as they arrive
     /// and tool calls are shown. Ctrl-C cancels the running turn (the partial answer is kept);
@@ -200,6 +298,17 @@ pub enum Command {
         #[command(flatten)]
         format: Format,
     },
+}
+
+/// The wire shapes `strata messages` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MessageFormat {
+    /// strata's message values (dsh's shape).
+    Dsh,
+    /// An OpenAI chat-completions request.
+    Openai,
+    /// An Anthropic messages request.
+    Anthropic,
 }
 
 /// The `--store` flag of the store commands.

@@ -6,9 +6,11 @@
 
 mod cli;
 mod cmd;
+mod demo;
 mod input;
 mod output;
 mod progress;
+mod report;
 
 use std::process::ExitCode;
 

@@ -191,9 +191,18 @@ mod store;
 #[path = "cli/compact.rs"]
 mod compact;
 
+// `strata report`: the self-contained HTML page, checked in headless Chromium (issue 7).
+#[path = "cli/report.rs"]
+mod report;
+
 // Older generations and `strata migrate` (issue 4).
 #[path = "cli/migrate.rs"]
 mod migrate;
+
+// `strata inspect`, `messages --format/--at`, `repair`, `fork`, and the golden outputs of
+// `inspect` and `surface` (issue 7).
+#[path = "cli/view.rs"]
+mod view;
 
 // The PostgreSQL server harness of the store's tests, shared rather than copied.
 #[path = "../../strata-store/tests/integration/pg.rs"]
@@ -203,3 +212,7 @@ mod pg;
 // PostgreSQL stores, `strata tail` and `strata convert` (issue 8).
 #[path = "cli/postgres.rs"]
 mod postgres;
+
+// `strata demo` and `strata completions` (issue 7).
+#[path = "cli/demo.rs"]
+mod demo;

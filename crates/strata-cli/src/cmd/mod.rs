@@ -3,12 +3,18 @@
 mod agent;
 mod chat;
 mod compact;
+mod completions;
 mod convert;
+mod demo;
 mod export;
+mod fork;
 mod import;
+mod inspect;
 mod messages;
 mod migrate;
 mod prune;
+mod repair;
+mod report;
 mod run;
 mod sessions;
 mod surface;
@@ -32,7 +38,31 @@ pub fn run(cli: Cli) -> anyhow::Result<Status> {
     match cli.command {
         Command::Validate { files, format } => validate::run(&files, format),
         Command::Surface { file, format } => surface::run(&file, format),
-        Command::Messages { file, format } => messages::run(&file, format),
+        Command::Messages {
+            file,
+            shape,
+            at,
+            format,
+        } => messages::run(&file, shape, at, format),
+        Command::Inspect { file, format } => inspect::run(&file, format),
+        Command::Repair {
+            file,
+            dry_run,
+            format,
+        } => repair::run(&file, dry_run, format),
+        Command::Fork {
+            file,
+            at,
+            output,
+            format,
+        } => fork::run(&file, at, output.as_deref(), format),
+        Command::Demo { store } => demo::run(store.store.as_deref()),
+        Command::Report {
+            file,
+            output,
+            force,
+        } => report::run(&file, &output, force),
+        Command::Completions { shell } => completions::run(shell),
         Command::Chat { agent } => chat::run(&agent),
         Command::Run {
             prompt,

@@ -147,6 +147,21 @@ fn sessions_honours_store_flag_for_a_jsonl_root() {
 }
 
 #[test]
+fn export_to_a_bare_file_name_writes_it_in_the_working_directory() {
+    let home = Home::new();
+    home.strata().arg("import").arg(sample()).assert().success();
+    home.strata()
+        .current_dir(home.path(""))
+        .args(["export", "sample-session", "-o", "bare.jsonl"])
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read(home.path("bare.jsonl")).expect("export"),
+        std::fs::read(sample()).expect("sample")
+    );
+}
+
+#[test]
 fn import_then_export_is_byte_identical_raw_and_zstd() {
     let home = Home::new();
     let (code, value) = json_output(home.strata().args(["import", "--json"]).arg(sample()));
