@@ -59,6 +59,9 @@ pub struct Loaded {
     pub n_stored: usize,
     /// How the input is named in messages.
     pub label: String,
+    /// An unterminated final record the read ignored (an unfinished write; the next writer
+    /// truncates it), so a viewer can say the file holds more bytes than events.
+    pub torn: Option<strata_store::TornInfo>,
 }
 
 /// Why a log could not be loaded.
@@ -243,6 +246,7 @@ pub fn load_with(input: &Input, progress: &Progress) -> Result<Loaded, LoadError
             session,
             n_stored,
             label: label.clone(),
+            torn: stream.torn(),
         })
     })
 }
@@ -269,6 +273,7 @@ fn load_older_generation(path: &Path, label: &str) -> Result<Option<Loaded>, Loa
                 session,
                 n_stored,
                 label: label.to_owned(),
+                torn: None,
             }))
         }
         Err(legacy::OpenError::Read(error)) if error.is_io() => {

@@ -96,6 +96,44 @@ mod validate {
     }
 
     #[test]
+    fn a_torn_final_record_is_accepted_with_a_note_naming_it() {
+        let text = std::fs::read(sample()).expect("sample");
+        let end_of_line_12 = text
+            .iter()
+            .enumerate()
+            .filter(|(_, byte)| **byte == b'\n')
+            .nth(11)
+            .map(|(at, _)| at + 1)
+            .expect("12 lines");
+        let torn = tempfile::NamedTempFile::new().expect("temp");
+        std::fs::write(torn.path(), &text[..end_of_line_12 + 40]).expect("write");
+        strata()
+            .arg("validate")
+            .arg(torn.path())
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("ok (11 events"))
+            .stderr(predicate::str::contains(format!(
+                "ignored an unfinished final record (40 bytes at byte {end_of_line_12})"
+            )));
+        let output = strata()
+            .args(["validate", "--json"])
+            .arg(torn.path())
+            .output()
+            .expect("run");
+        let value: Value = serde_json::from_slice(&output.stdout).expect("json");
+        assert_eq!(value["tornTail"]["bytes"], 40);
+        assert_eq!(value["tornTail"]["offset"], end_of_line_12 as u64);
+        let whole = strata()
+            .args(["validate", "--json"])
+            .arg(sample())
+            .output()
+            .expect("run");
+        let value: Value = serde_json::from_slice(&whole.stdout).expect("json");
+        assert_eq!(value["tornTail"], Value::Null);
+    }
+
+    #[test]
     fn unreadable_file_exits_two() {
         strata()
             .args(["validate", "/nonexistent/strata/log.jsonl"])

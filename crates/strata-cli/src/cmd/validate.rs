@@ -20,6 +20,10 @@ pub(crate) fn run(files: &[std::path::PathBuf], format: Format) -> anyhow::Resul
                             "events": loaded.n_stored,
                             "surfaceNodes": loaded.session.surface().len(),
                             "replaceGeneration": loaded.session.surface().replace_generation(),
+                            "tornTail": loaded.torn.map(|torn| serde_json::json!({
+                                "offset": torn.offset,
+                                "bytes": torn.len,
+                            })),
                         })
                         .to_string(),
                     )?;
@@ -31,6 +35,13 @@ pub(crate) fn run(files: &[std::path::PathBuf], format: Format) -> anyhow::Resul
                         loaded.session.surface().len(),
                         loaded.session.surface().replace_generation()
                     ))?;
+                    if let Some(torn) = loaded.torn {
+                        eprintln!(
+                            "{}: note: ignored an unfinished final record ({} bytes at byte {}): \
+                             a write that never completed, which the next writer truncates",
+                            loaded.label, torn.len, torn.offset
+                        );
+                    }
                 }
             }
             Err(LoadError::Invalid(rejection)) => {
