@@ -7,7 +7,13 @@ use clap::{Args, Parser, Subcommand};
 /// strata — inspect, validate and manipulate event-sourced LLM agent session logs
 /// (DeepSeek Harness V3 format).
 #[derive(Debug, Parser)]
-#[command(name = "strata", version, about, long_about = None)]
+#[command(
+    name = "strata",
+    version,
+    about,
+    long_about = None,
+    after_help = "Start with `strata demo` (offline, a few seconds).\nA LOG is a file (raw or zstd JSONL, any dsh generation), `sqlite://PATH#ID`,\n`postgres://…#ID`, or a session id in the default store.\nExit codes: 0 ok, 1 a log broke a rule, 2 usage or I/O error."
+)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -17,6 +23,15 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run an offline tour on the embedded default store: a scripted agent session with tool
+    /// calls, a crash and its repair, compaction, pruning and a fork, printing the surface
+    /// before and after each step.
+    ///
+    /// Example: strata demo
+    Demo {
+        #[command(flatten)]
+        store: StoreArg,
+    },
     /// Check that session logs are accepted under their generation's rules.
     ///
     /// Each LOG is a file (raw or zstd), a `sqlite://PATH#ID` reference or a session id in the
@@ -29,6 +44,18 @@ pub enum Command {
         /// Session logs: files, `sqlite://PATH#ID` references or stored session ids.
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        #[command(flatten)]
+        format: Format,
+    },
+    /// Summarize a session log: header, generation, counts by type, turns and steps, surface
+    /// size, shadowed events, every replacement with what it shadowed, token usage, file size.
+    ///
+    /// Exits 1 when the log is rejected, 2 when it cannot be read.
+    ///
+    /// Example: strata inspect session.v3.jsonl
+    Inspect {
+        /// A session log: a file, `sqlite://PATH#ID` or a stored session id.
+        file: PathBuf,
         #[command(flatten)]
         format: Format,
     },
@@ -63,17 +90,21 @@ pub enum Command {
         #[command(flatten)]
         format: Format,
     },
-    /// Summarize a session log: header, generation, counts by type, turns and steps, surface
-    /// size, shadowed events, every replacement with what it shadowed, token usage, file size.
+    /// Write a self-contained HTML report of a session: a timeline of every event by turn and
+    /// step, surface nodes vs shadowed events, each replacement's span, token usage per step.
+    /// The page loads nothing from the network; an existing FILE is replaced only with --force.
     ///
-    /// Exits 1 when the log is rejected, 2 when it cannot be read.
-    ///
-    /// Example: strata inspect session.v3.jsonl
-    Inspect {
+    /// Example: strata report session.v3.jsonl -o report.html
+    Report {
         /// A session log: a file, `sqlite://PATH#ID` or a stored session id.
         file: PathBuf,
-        #[command(flatten)]
-        format: Format,
+        /// The HTML file to write.
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+        /// Replace the output file if it exists (without this flag an existing file is left
+        /// alone and the command fails).
+        #[arg(long)]
+        force: bool,
     },
     /// Close a turn (and a compaction bracket) left open by a crash, durably, with the
     /// closers a resume would append.
@@ -116,60 +147,36 @@ pub enum Command {
         #[command(flatten)]
         format: Format,
     },
-    /// Run an offline tour on the embedded default store: a scripted agent session with tool
-    /// calls, a crash and its repair, compaction, pruning and a fork, printing the surface
-    /// before and after each step.
+    /// Replace the oldest history with a checkpoint summary, keeping the newest unit
+    /// verbatim; the shadowed events stay in the log.
     ///
-    /// Example: strata demo
-    Demo {
-        #[command(flatten)]
-        store: StoreArg,
-    },
-    /// Write a self-contained HTML report of a session: a timeline of every event by turn and
-    /// step, surface nodes vs shadowed events, each replacement's span, token usage per step.
-    /// The page loads nothing from the network; an existing FILE is replaced only with --force.
+    /// LOG is a file, a `sqlite://PATH#ID` reference or a stored session id; a file written
+    /// to must sit in a JSONL store layout (ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]).
+    /// Without --dry-run the events are appended durably. Exits 1 when the attempt failed
+    /// (it is still recorded in the log).
     ///
-    /// Example: strata report session.v3.jsonl -o report.html
-    Report {
+    /// Example: strata compact session.v3.jsonl --offline --dry-run
+    Compact {
         /// A session log: a file, `sqlite://PATH#ID` or a stored session id.
         file: PathBuf,
-        /// The HTML file to write.
-        #[arg(short, long, value_name = "FILE")]
-        output: PathBuf,
-        /// Replace the output file if it exists (without this flag an existing file is left
-        /// alone and the command fails).
+        /// Summarize offline with the extractive summarizer (first and last lines of each
+        /// turn, tool names and outcomes) instead of a model.
         #[arg(long)]
-        force: bool,
-    },
-    /// Print a shell completion script.
-    ///
-    /// Example: strata completions bash > ~/.local/share/bash-completion/completions/strata
-    Completions {
-        /// The shell.
-        shell: clap_complete::Shell,
-    },
-    /// Chat with the agent on a session: type a prompt per line; tokens stream as they arrive
-    /// and tool calls are shown. Ctrl-C cancels the running turn (the partial answer is kept);
-    /// Ctrl-C at the prompt, Ctrl-D or `/quit` ends the chat. `/system TEXT` changes the system
-    /// prompt.
-    ///
-    /// Example: strata chat --session work --resume
-    Chat {
-        #[command(flatten)]
-        agent: AgentArgs,
-    },
-    /// Run one agent turn for PROMPT and exit (0 when the turn completed, 2 when it failed or
-    /// was cancelled).
-    ///
-    /// Example: strata run "What does src/main.rs do?" --json
-    Run {
-        /// What to ask.
-        prompt: String,
-        #[command(flatten)]
-        agent: AgentArgs,
-        /// Print one JSON object per appended event instead of text.
+        offline: bool,
+        /// Print what would be shadowed and the token counts before and after; write nothing.
         #[arg(long)]
-        json: bool,
+        dry_run: bool,
+    },
+    /// Middle-elide tool results over 8,192 code points, each rewrite logged with an audit
+    /// event; the originals stay in the log.
+    ///
+    /// Example: strata prune session.v3.jsonl --dry-run
+    Prune {
+        /// A session log: a file, `sqlite://PATH#ID` or a stored session id.
+        file: PathBuf,
+        /// Print what would be rewritten and the token counts before and after; write nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Migrate an older dsh log (v0, v1, v2) to V3: writes `session.v3.jsonl[.zstd]` beside it.
     ///
@@ -224,36 +231,25 @@ pub enum Command {
         #[command(flatten)]
         format: Format,
     },
-    /// Replace the oldest history with a checkpoint summary, keeping the newest unit
-    /// verbatim; the shadowed events stay in the log.
+    /// Copy sessions between stores of any kind (JSONL raw or zstd, SQLite, PostgreSQL), in
+    /// either direction, validated as they stream in, event for event.
     ///
-    /// LOG is a file, a `sqlite://PATH#ID` reference or a stored session id; a file written
-    /// to must sit in a JSONL store layout (ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]).
-    /// Without --dry-run the events are appended durably. Exits 1 when the attempt failed
-    /// (it is still recorded in the log).
+    /// IN is one session (a log file or STORE#ID, e.g. `sqlite://PATH#ID`, `postgres://…#ID`,
+    /// `jsonl:DIR#ID`) or a whole store (a SQLite file, `jsonl:DIR`, `jsonl-zstd:DIR`,
+    /// `postgres://…`), all of whose sessions are copied. OUT is a store, created if missing;
+    /// sessions keep their ids. Exits 1 when a session is rejected, 2 when one cannot be copied
+    /// (for example because OUT already holds its id).
     ///
-    /// Example: strata compact session.v3.jsonl --offline --dry-run
-    Compact {
-        /// A session log: a file, `sqlite://PATH#ID` or a stored session id.
-        file: PathBuf,
-        /// Summarize offline with the extractive summarizer (first and last lines of each
-        /// turn, tool names and outcomes) instead of a model.
-        #[arg(long)]
-        offline: bool,
-        /// Print what would be shadowed and the token counts before and after; write nothing.
-        #[arg(long)]
-        dry_run: bool,
-    },
-    /// Middle-elide tool results over 8,192 code points, each rewrite logged with an audit
-    /// event; the originals stay in the log.
-    ///
-    /// Example: strata prune session.v3.jsonl --dry-run
-    Prune {
-        /// A session log: a file, `sqlite://PATH#ID` or a stored session id.
-        file: PathBuf,
-        /// Print what would be rewritten and the token counts before and after; write nothing.
-        #[arg(long)]
-        dry_run: bool,
+    /// Example: strata convert ~/.local/share/strata/strata.db postgres://agents@db.internal/strata
+    Convert {
+        /// Where the sessions come from.
+        #[arg(value_name = "IN")]
+        input: String,
+        /// The store they go to.
+        #[arg(value_name = "OUT")]
+        output: String,
+        #[command(flatten)]
+        format: Format,
     },
     /// Print a session's events as they are appended (like `tail -f`), from any host: on a
     /// PostgreSQL store each append wakes the tail as it commits; other stores are polled.
@@ -278,25 +274,35 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Copy sessions between stores of any kind (JSONL raw or zstd, SQLite, PostgreSQL), in
-    /// either direction, validated as they stream in, event for event.
+    /// Chat with the agent on a session: type a prompt per line; tokens stream as they arrive
+    /// and tool calls are shown. Ctrl-C cancels the running turn (the partial answer is kept);
+    /// Ctrl-C at the prompt, Ctrl-D or `/quit` ends the chat. `/system TEXT` changes the system
+    /// prompt.
     ///
-    /// IN is one session (a log file or STORE#ID, e.g. `sqlite://PATH#ID`, `postgres://…#ID`,
-    /// `jsonl:DIR#ID`) or a whole store (a SQLite file, `jsonl:DIR`, `jsonl-zstd:DIR`,
-    /// `postgres://…`), all of whose sessions are copied. OUT is a store, created if missing;
-    /// sessions keep their ids. Exits 1 when a session is rejected, 2 when one cannot be copied
-    /// (for example because OUT already holds its id).
-    ///
-    /// Example: strata convert ~/.local/share/strata/strata.db postgres://agents@db.internal/strata
-    Convert {
-        /// Where the sessions come from.
-        #[arg(value_name = "IN")]
-        input: String,
-        /// The store they go to.
-        #[arg(value_name = "OUT")]
-        output: String,
+    /// Example: strata chat --session work --resume
+    Chat {
         #[command(flatten)]
-        format: Format,
+        agent: AgentArgs,
+    },
+    /// Run one agent turn for PROMPT and exit (0 when the turn completed, 2 when it failed or
+    /// was cancelled).
+    ///
+    /// Example: strata run "What does src/main.rs do?" --json
+    Run {
+        /// What to ask.
+        prompt: String,
+        #[command(flatten)]
+        agent: AgentArgs,
+        /// Print one JSON object per appended event instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a shell completion script.
+    ///
+    /// Example: strata completions bash > ~/.local/share/bash-completion/completions/strata
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
     },
 }
 
