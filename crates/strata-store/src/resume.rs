@@ -855,6 +855,7 @@ impl LogAppender for SidecarAppender {
             before + batch.jsonl.len() as u64
         };
         let mut positions = Vec::with_capacity(batch.events.len());
+        let mut last_line = None;
         let mut offset = 0_u64;
         for line in batch.jsonl.split_inclusive(|byte| *byte == b'\n') {
             let pos = if self.zstd {
@@ -875,8 +876,12 @@ impl LogAppender for SidecarAppender {
                 }
             };
             positions.push(pos);
-            self.last = Some((pos, fnv64(line.strip_suffix(b"\n").unwrap_or(line))));
+            last_line = Some((pos, line));
             offset += line.len() as u64;
+        }
+        // Only the batch's last record is evidence for a checkpoint: hash that one alone.
+        if let Some((pos, line)) = last_line {
+            self.last = Some((pos, fnv64(line.strip_suffix(b"\n").unwrap_or(line))));
         }
         if let Some(index) = &mut self.index {
             if index.write_from(first_seq, &positions).is_err() {
