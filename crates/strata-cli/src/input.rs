@@ -64,6 +64,24 @@ pub struct Loaded {
     pub torn: Option<strata_store::TornInfo>,
 }
 
+impl Loaded {
+    /// The events the log holds, without the end-seed marker a viewing restore adds: what
+    /// inspect, report, export and `messages --at` describe.
+    pub fn stored_events(&self) -> &[std::sync::Arc<strata_core::Event>] {
+        self.session
+            .events()
+            .get(..self.n_stored)
+            .unwrap_or_default()
+    }
+
+    /// The offline fold of the stored events ([`strata_core::log_stats`]) under the log's own
+    /// generation.
+    pub fn stats(&self) -> anyhow::Result<strata_core::LogStats> {
+        strata_core::log_stats(self.stored_events(), self.session.generation())
+            .with_context(|| format!("{}: the restored log failed an offline fold", self.label))
+    }
+}
+
 /// Why a log could not be loaded.
 pub enum LoadError {
     /// The log breaks a format or acceptance rule.

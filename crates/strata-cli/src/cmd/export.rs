@@ -44,11 +44,7 @@ pub(crate) fn run(
         }
     };
     progress.phase(&format!("writing {}", file.display()));
-    let events = loaded
-        .session
-        .events()
-        .get(..loaded.n_stored)
-        .unwrap_or_default();
+    let events = loaded.stored_events();
     let written = write_log(file, loaded.session.header(), events);
     progress.finish();
     written?;

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use serde_json::{json, Map, Value};
-use strata_core::{log_stats, Event, LogStats, Seq, SessionHeader, Standing};
+use strata_core::{Event, LogStats, Seq, SessionHeader, Standing};
 use strata_store::{is_zstd_file, legacy::generation_name};
 
 use super::compact::seq_ranges;
@@ -32,13 +32,8 @@ pub(crate) fn run(file: &Path, format: Format) -> anyhow::Result<Status> {
     };
     let generation = loaded.session.generation();
     // The stored events, without the end-seed marker the viewing restore added.
-    let events = loaded
-        .session
-        .events()
-        .get(..loaded.n_stored)
-        .unwrap_or_default();
-    let stats = log_stats(events, generation)
-        .with_context(|| format!("{}: the restored log failed an offline fold", loaded.label))?;
+    let events = loaded.stored_events();
+    let stats = loaded.stats()?;
     let on_disk = file_facts(file)?;
     let view = View {
         label: &loaded.label,

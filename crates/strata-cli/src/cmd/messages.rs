@@ -70,11 +70,7 @@ struct Implied {
 /// The request right after stored event `at` (the end-seed marker a load adds is not part of
 /// the log, so it is out of range too).
 fn implied_at(loaded: &Loaded, at: u64) -> anyhow::Result<Implied> {
-    let events = loaded
-        .session
-        .events()
-        .get(..loaded.n_stored)
-        .unwrap_or_default();
+    let events = loaded.stored_events();
     let last = events
         .len()
         .checked_sub(1)

@@ -10,7 +10,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use strata_core::log_stats;
 use strata_store::legacy;
 
 use super::{report_load_error, Status};
@@ -32,13 +31,8 @@ pub(crate) fn run(file: &Path, output_path: &Path, force: bool) -> anyhow::Resul
     };
     let generation = loaded.session.generation();
     // The stored events, not the end-seed marker a restore adds.
-    let events = loaded
-        .session
-        .events()
-        .get(..loaded.n_stored)
-        .unwrap_or_default();
-    let stats = log_stats(events, generation)
-        .with_context(|| format!("{}: the restored log failed an offline fold", loaded.label))?;
+    let events = loaded.stored_events();
+    let stats = loaded.stats()?;
     let page = render(&Report {
         label: &loaded.label,
         header: loaded.session.header(),

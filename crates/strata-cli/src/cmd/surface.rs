@@ -13,11 +13,7 @@ pub(crate) fn run(file: &std::path::Path, format: Format) -> anyhow::Result<Stat
     };
     let generation = loaded.session.generation();
     // The stored events (not the end-seed marker the restore added), re-folded one at a time.
-    let stored = loaded
-        .session
-        .events()
-        .get(..loaded.n_stored)
-        .unwrap_or_default();
+    let stored = loaded.stored_events();
     let fold = fold_window(
         generation,
         Seq::ZERO,
