@@ -15,11 +15,11 @@ use strata_compact::{
     CHECKPOINT_PREAMBLE,
 };
 use strata_core::{SeedOptions, Seq, Session};
-use strata_store::{read_log, Compression, SessionWriter, Store};
+use strata_store::SessionWriter;
 
+use super::repair::writable_session;
 use super::{load_for_view, Status};
 use crate::cli::Format;
-use crate::input::{resolve, Input, LoadError};
 use crate::output;
 
 pub(crate) fn run(file: &Path, offline: bool, dry_run: bool) -> anyhow::Result<Status> {
@@ -168,50 +168,11 @@ pub(crate) fn load_resumed(file: &Path) -> anyhow::Result<Option<Session>> {
 /// closed durably): a stored session (`sqlite://PATH#ID` or an id in the default store), or
 /// a file inside a JSONL store layout (`ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]`).
 pub(crate) fn open_for_write(arg: &Path) -> anyhow::Result<SessionWriter> {
-    let (store, id) = match resolve(arg, None) {
-        Ok(Input::Stored { store, id, .. }) => (store, id),
-        Ok(Input::File(file)) => store_of_file(&file)?,
-        Err(LoadError::Io(error)) => return Err(error),
-        Err(LoadError::Invalid(rejection)) => bail!("{}", output::rejection_text(&rejection)),
-    };
-    store
-        .open_write(&id)
+    let session = writable_session(arg, "only --dry-run works on a loose file")?;
+    session
+        .store
+        .open_write(&session.id)
         .with_context(|| format!("opening {} for writing", arg.display()))
-}
-
-/// The JSONL store a log file lives in, and its session id.
-fn store_of_file(file: &Path) -> anyhow::Result<(Store, String)> {
-    let stored = read_log(file).with_context(|| format!("reading {}", file.display()))?;
-    let id = stored.header.id().to_owned();
-    let compression = if file.extension().is_some_and(|ext| ext == "zstd") {
-        Compression::Zstd
-    } else {
-        Compression::None
-    };
-    let layout_help = || {
-        format!(
-            "{} is not in a session store layout (ROOT/--PROJECT--/ID/session.v3.jsonl); \
-             only --dry-run works on a loose file",
-            file.display()
-        )
-    };
-    let root = file
-        .parent()
-        .and_then(Path::parent)
-        .and_then(Path::parent)
-        .with_context(layout_help)?;
-    let store = Store::jsonl(root, compression);
-    let found = store.read(&id).with_context(layout_help)?;
-    let same = std::fs::canonicalize(&found.location).ok() == std::fs::canonicalize(file).ok();
-    if !same {
-        bail!(
-            "{}: the store at {} keeps session {id:?} in {}",
-            layout_help(),
-            root.display(),
-            found.location
-        );
-    }
-    Ok((store, id))
 }
 
 /// Seqs as compact ranges (`4..9, 12, 15..20`), at most `limit` ranges.
