@@ -14,14 +14,18 @@
 //! of the log), with a progress bar on a terminal when it takes long. Every failure is a
 //! [`LoadError`] saying whether the input was invalid (exit 1) or could not be read (exit 2),
 //! with file, line and seq.
+//!
+//! Commands that write ([`writable_session`]: repair, fork, compact, prune) need the session's
+//! store: a stored session, or a file that sits in a JSONL store layout
+//! (`ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]`), found from its name and header alone.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use strata_core::{Generation, SeedOptions, Session};
 use strata_store::{
-    legacy, restore_stream, scan_log, CodecError, Compression, LogStream, PostgresBackend,
-    PostgresConfig, Store, StoreError,
+    legacy, parse_session_file_name, restore_stream, scan_log, CodecError, Compression,
+    JsonlBackend, JsonlConfig, LogStream, PostgresBackend, PostgresConfig, Store, StoreError,
 };
 
 use crate::progress::{self, Progress};
@@ -399,4 +403,97 @@ fn codec_rule(error: &CodecError) -> String {
         CodecError::TooLarge { .. } => "record-too-large".into(),
         _ => "corrupt-record".into(),
     }
+}
+
+/// A session opened through its store, so that it can be appended to.
+pub(crate) struct WritableSession {
+    /// The store holding the session.
+    pub store: Store,
+    /// The session id.
+    pub id: String,
+    /// How the command line named it, for messages.
+    pub label: String,
+    /// The JSONL store layout the named file sits in (`None` for a stored session).
+    pub layout: Option<JsonlBackend>,
+}
+
+/// Resolves `arg` to a session in a store: a stored session (`sqlite://PATH#ID`, a PostgreSQL
+/// reference or an id in the default store), or a file inside a JSONL store layout
+/// (`ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]`). A loose file is refused, with `hint`
+/// saying what works instead.
+pub(crate) fn writable_session(arg: &Path, hint: &str) -> anyhow::Result<WritableSession> {
+    match resolve(arg, None) {
+        Ok(Input::Stored { store, id, label }) => Ok(WritableSession {
+            store,
+            id,
+            label,
+            layout: None,
+        }),
+        Ok(Input::File(file)) => {
+            let (backend, id) = store_of_file(&file, hint)?;
+            Ok(WritableSession {
+                store: Store::new(backend.clone()),
+                id,
+                label: file.display().to_string(),
+                layout: Some(backend),
+            })
+        }
+        Err(LoadError::Io(error)) => Err(error),
+        Err(LoadError::Invalid(rejection)) => {
+            anyhow::bail!("{}", crate::output::rejection_text(&rejection))
+        }
+    }
+}
+
+/// The JSONL store a log file sits in, and its session id: the file must be the session file
+/// of the directory its header's id and cwd map to, under a root two levels up.
+fn store_of_file(file: &Path, hint: &str) -> anyhow::Result<(JsonlBackend, String)> {
+    let not_in_layout = |why: &str| {
+        anyhow::anyhow!(
+            "{}: not in a session store layout (ROOT/--PROJECT--/ID/session.v3.jsonl): {why}\n\
+             hint: {hint}",
+            file.display()
+        )
+    };
+    let zstd = match file
+        .file_name()
+        .and_then(|name| name.to_str())
+        .and_then(parse_session_file_name)
+    {
+        Some((3, zstd)) => zstd,
+        _ => {
+            return Err(not_in_layout(
+                "the file is not named session.v3.jsonl[.zstd]",
+            ))
+        }
+    };
+    let header = scan_log(file)
+        .with_context(|| format!("reading {}", file.display()))?
+        .header()
+        .clone();
+    let id = header.id().to_owned();
+    let root = file
+        .parent()
+        .and_then(Path::parent)
+        .and_then(Path::parent)
+        .ok_or_else(|| not_in_layout("no store root above it"))?;
+    let compression = if zstd {
+        Compression::Zstd
+    } else {
+        Compression::None
+    };
+    let backend = JsonlBackend::new(JsonlConfig::new(root, compression));
+    let expected = backend
+        .session_dir(header.cwd(), &id)
+        .with_context(|| format!("{}: session id {id:?}", file.display()))?;
+    let same_dir = |dir: &Path| {
+        std::fs::canonicalize(dir).ok() == file.parent().and_then(|p| std::fs::canonicalize(p).ok())
+    };
+    if !same_dir(&expected) {
+        return Err(not_in_layout(&format!(
+            "session {id:?} belongs in {}",
+            expected.display()
+        )));
+    }
+    Ok((backend, id))
 }

@@ -17,9 +17,9 @@ use strata_compact::{
 use strata_core::{SeedOptions, Seq, Session};
 use strata_store::SessionWriter;
 
-use super::repair::writable_session;
 use super::{load_for_view, Status};
 use crate::cli::Format;
+use crate::input::writable_session;
 use crate::output;
 
 pub(crate) fn run(file: &Path, offline: bool, dry_run: bool) -> anyhow::Result<Status> {

@@ -17,10 +17,10 @@ use strata_compact::system_clock_ms;
 use strata_core::{fork_session, ForkMode, Generation, Session};
 use strata_store::{legacy, session_file_name, write_log, ForkError, Store};
 
-use super::repair::{writable_session, WritableSession};
 use super::{load_for_view, Status};
 use crate::cli::Format;
 use crate::input::{load_input, resolve, store_failure, LoadError};
+use crate::input::{writable_session, WritableSession};
 use crate::output;
 
 /// Forks the log `file` names at seq `at`, into `output` or the source's store.

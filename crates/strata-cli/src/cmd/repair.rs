@@ -15,14 +15,11 @@ use anyhow::{bail, Context};
 use serde_json::{json, Value};
 use strata_compact::{plan_repair, repair_stored, system_clock_ms};
 use strata_core::{Event, Generation};
-use strata_store::{
-    encode_event_line, legacy, parse_session_file_name, scan_log, Compression, JsonlBackend,
-    JsonlConfig, Store,
-};
+use strata_store::{encode_event_line, legacy};
 
 use super::{load_for_view, report_load_error, Status};
 use crate::cli::Format;
-use crate::input::{resolve, store_failure, Input, LoadError};
+use crate::input::{store_failure, writable_session};
 use crate::output;
 
 /// Repairs the log `file` names, or (`dry_run`) prints what a repair would append.
@@ -51,97 +48,6 @@ pub(crate) fn run(file: &Path, dry_run: bool, format: Format) -> anyhow::Result<
     };
     report(&label, dry_run, &added, format)?;
     Ok(Status::Ok)
-}
-
-/// A session opened through its store, so that it can be appended to.
-pub(crate) struct WritableSession {
-    /// The store holding the session.
-    pub store: Store,
-    /// The session id.
-    pub id: String,
-    /// How the command line named it, for messages.
-    pub label: String,
-    /// The JSONL store layout the named file sits in (`None` for a stored session).
-    pub layout: Option<JsonlBackend>,
-}
-
-/// Resolves `arg` to a session in a store: a stored session (`sqlite://PATH#ID`, a PostgreSQL
-/// reference or an id in the default store), or a file inside a JSONL store layout
-/// (`ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]`). A loose file is refused, with `hint`
-/// saying what works instead.
-pub(crate) fn writable_session(arg: &Path, hint: &str) -> anyhow::Result<WritableSession> {
-    match resolve(arg, None) {
-        Ok(Input::Stored { store, id, label }) => Ok(WritableSession {
-            store,
-            id,
-            label,
-            layout: None,
-        }),
-        Ok(Input::File(file)) => {
-            let (backend, id) = store_of_file(&file, hint)?;
-            Ok(WritableSession {
-                store: Store::new(backend.clone()),
-                id,
-                label: file.display().to_string(),
-                layout: Some(backend),
-            })
-        }
-        Err(LoadError::Io(error)) => Err(error),
-        Err(LoadError::Invalid(rejection)) => bail!("{}", output::rejection_text(&rejection)),
-    }
-}
-
-/// The JSONL store a log file sits in, and its session id: the file must be the session file
-/// of the directory its header's id and cwd map to, under a root two levels up.
-fn store_of_file(file: &Path, hint: &str) -> anyhow::Result<(JsonlBackend, String)> {
-    let not_in_layout = |why: &str| {
-        anyhow::anyhow!(
-            "{}: not in a session store layout (ROOT/--PROJECT--/ID/session.v3.jsonl): {why}\n\
-             hint: {hint}",
-            file.display()
-        )
-    };
-    let zstd = match file
-        .file_name()
-        .and_then(|name| name.to_str())
-        .and_then(parse_session_file_name)
-    {
-        Some((3, zstd)) => zstd,
-        _ => {
-            return Err(not_in_layout(
-                "the file is not named session.v3.jsonl[.zstd]",
-            ))
-        }
-    };
-    let header = scan_log(file)
-        .with_context(|| format!("reading {}", file.display()))?
-        .header()
-        .clone();
-    let id = header.id().to_owned();
-    let root = file
-        .parent()
-        .and_then(Path::parent)
-        .and_then(Path::parent)
-        .ok_or_else(|| not_in_layout("no store root above it"))?;
-    let compression = if zstd {
-        Compression::Zstd
-    } else {
-        Compression::None
-    };
-    let backend = JsonlBackend::new(JsonlConfig::new(root, compression));
-    let expected = backend
-        .session_dir(header.cwd(), &id)
-        .with_context(|| format!("{}: session id {id:?}", file.display()))?;
-    let same_dir = |dir: &Path| {
-        std::fs::canonicalize(dir).ok() == file.parent().and_then(|p| std::fs::canonicalize(p).ok())
-    };
-    if !same_dir(&expected) {
-        return Err(not_in_layout(&format!(
-            "session {id:?} belongs in {}",
-            expected.display()
-        )));
-    }
-    Ok((backend, id))
 }
 
 /// Refuses a v0, v1 or v2 file: its reader closes a crashed turn on every read, and stores hold
