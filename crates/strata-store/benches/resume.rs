@@ -15,17 +15,24 @@
 //! Run: `STRATA_BENCH_DIR=/work/bench-resume cargo bench -p strata-store --bench resume`.
 //! Knobs: `STRATA_BENCH_SIZES` (comma-separated event counts, default
 //! `10000,100000,1000000,5000000`), `STRATA_BENCH_BACKENDS` (default `zstd,sqlite`; also
-//! `raw`), `STRATA_BENCH_DIR` (default `$TMPDIR/strata-bench-resume`; logs are kept there and
-//! reused when complete).
+//! `raw` and `postgres`), `STRATA_BENCH_DIR` (default `$TMPDIR/strata-bench-resume`; logs are
+//! kept there and reused when complete).
+//!
+//! `postgres` runs against `STRATA_TEST_DATABASE_URL`, else `DATABASE_URL`, else
+//! `postgres://postgres@127.0.0.1:5432/test`, in one schema per size made for the run and
+//! dropped after it (so its logs are generated every run); its size is the schema's tables
+//! with their indexes and TOAST.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use postgres::{Client, NoTls};
 use strata_core::synth::{generate, SynthConfig};
 use strata_store::{
-    encode_event_line, Backend, Batch, Compression, JsonlBackend, JsonlConfig, SqliteBackend, Store,
+    encode_event_line, Backend, Batch, Compression, JsonlBackend, JsonlConfig, PostgresBackend,
+    SqliteBackend, Store,
 };
 
 const ID: &str = "bench-resume";
@@ -37,6 +44,8 @@ enum Kind {
     Raw,
     Zstd,
     Sqlite,
+    /// `at` is a store address (`postgres://…?schema=…`) rather than a directory.
+    Postgres,
 }
 
 impl Kind {
@@ -45,7 +54,8 @@ impl Kind {
             "raw" => Kind::Raw,
             "zstd" => Kind::Zstd,
             "sqlite" => Kind::Sqlite,
-            other => panic!("unknown backend {other:?} (raw, zstd, sqlite)"),
+            "postgres" => Kind::Postgres,
+            other => panic!("unknown backend {other:?} (raw, zstd, sqlite, postgres)"),
         }
     }
 
@@ -54,10 +64,13 @@ impl Kind {
             Kind::Raw => "raw",
             Kind::Zstd => "zstd",
             Kind::Sqlite => "sqlite",
+            Kind::Postgres => "postgres",
         }
     }
 
-    fn backend(self, dir: &Path) -> Box<dyn Backend> {
+    /// The backend of the log at `at`: a directory, or (Postgres) a store address.
+    fn backend(self, at: &str) -> Box<dyn Backend> {
+        let dir = Path::new(at);
         match self {
             Kind::Raw => Box::new(JsonlBackend::new(JsonlConfig::new(
                 dir.join("raw"),
@@ -68,18 +81,22 @@ impl Kind {
                 Compression::Zstd,
             ))),
             Kind::Sqlite => Box::new(SqliteBackend::open(&dir.join("strata.db")).unwrap()),
+            Kind::Postgres => Box::new(PostgresBackend::connect(at).unwrap()),
         }
     }
 
-    fn store(self, dir: &Path) -> Store {
+    fn store(self, at: &str) -> Store {
+        let dir = Path::new(at);
         match self {
             Kind::Raw => Store::jsonl(dir.join("raw"), Compression::None),
             Kind::Zstd => Store::jsonl(dir.join("zstd"), Compression::Zstd),
             Kind::Sqlite => Store::sqlite(&dir.join("strata.db")).unwrap(),
+            Kind::Postgres => Store::new(PostgresBackend::connect(at).unwrap()),
         }
     }
 
-    /// Bytes on disk of the log (JSONL file, or the database with its WAL).
+    /// Bytes on disk of the log (JSONL file, or the database with its WAL); Postgres sizes are
+    /// taken from the server by [`Schema::size`].
     fn size(self, dir: &Path) -> u64 {
         let files: Vec<PathBuf> = match self {
             Kind::Raw | Kind::Zstd => {
@@ -98,12 +115,69 @@ impl Kind {
                 found
             }
             Kind::Sqlite => vec![dir.join("strata.db"), dir.join("strata.db-wal")],
+            Kind::Postgres => Vec::new(),
         };
         files
             .iter()
             .filter_map(|file| fs::metadata(file).ok())
             .map(|metadata| metadata.len())
             .sum()
+    }
+}
+
+fn database_url() -> String {
+    ["STRATA_TEST_DATABASE_URL", "DATABASE_URL"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok().filter(|url| !url.is_empty()))
+        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+/// A PostgreSQL schema made for this run, dropped when the guard goes.
+struct Schema {
+    url: String,
+    name: String,
+}
+
+impl Schema {
+    fn create(url: &str, label: &str) -> Schema {
+        let name = format!("strata_bench_resume_{label}_{}", std::process::id());
+        let mut client = Client::connect(url, NoTls).expect("connect to the bench server");
+        client
+            .batch_execute(&format!("DROP SCHEMA IF EXISTS {name} CASCADE"))
+            .unwrap();
+        Schema {
+            url: url.to_owned(),
+            name,
+        }
+    }
+
+    /// The store address of this schema.
+    fn store_url(&self) -> String {
+        let separator = if self.url.contains('?') { '&' } else { '?' };
+        format!("{}{separator}schema={}", self.url, self.name)
+    }
+
+    /// Bytes of the schema's tables, with their indexes and TOAST.
+    fn size(&self) -> u64 {
+        let mut client = Client::connect(&self.url, NoTls).expect("connect to the bench server");
+        let bytes: i64 = client
+            .query_one(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c \
+                 JOIN pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE n.nspname = $1 AND c.relkind = 'r'",
+                &[&self.name],
+            )
+            .unwrap()
+            .get(0);
+        u64::try_from(bytes).unwrap_or(0)
+    }
+}
+
+impl Drop for Schema {
+    fn drop(&mut self) {
+        if let Ok(mut client) = Client::connect(&self.url, NoTls) {
+            let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name));
+        }
     }
 }
 
@@ -124,15 +198,15 @@ fn peak_rss() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// Child: generates a session of about `n_events` and stores it in `dir` for `kind`.
-fn generate_log(dir: &Path, kind: Kind, n_events: u64) {
+/// Child: generates a session of about `n_events` and stores it at `at` for `kind`.
+fn generate_log(at: &str, kind: Kind, n_events: u64) {
     let session = generate(&SynthConfig {
         events: n_events,
         id: ID.to_owned(),
         ..SynthConfig::default()
     })
     .unwrap();
-    let backend = kind.backend(dir);
+    let backend = kind.backend(at);
     let mut appender = backend.create(session.header(), &[]).unwrap();
     let mut jsonl = Vec::new();
     for batch in session.events().chunks(BATCH) {
@@ -150,15 +224,15 @@ fn generate_log(dir: &Path, kind: Kind, n_events: u64) {
     appender.checkpoint(&session.checkpoint().unwrap()).unwrap();
     drop(appender);
     // The first open adds the end-seed marker (and checkpoints it); measured opens add nothing.
-    let writer = kind.store(dir).open_write(ID).unwrap();
+    let writer = kind.store(at).open_write(ID).unwrap();
     assert!(writer.with_session(|session| session.is_lazy()));
     writer.close().unwrap();
     println!("{}", session.len());
 }
 
 /// Child: one measured open. Prints `seconds peak_rss n_events n_nodes n_messages n_pinned`.
-fn measure(dir: &Path, kind: Kind, lazy: bool) {
-    let store = kind.store(dir);
+fn measure(at: &str, kind: Kind, lazy: bool) {
+    let store = kind.store(at);
     let start = Instant::now();
     let writer = if lazy {
         store.open_write(ID).unwrap()
@@ -185,7 +259,13 @@ fn measure(dir: &Path, kind: Kind, lazy: bool) {
         messages.len()
     );
     // Closing is not part of "ready to send"; nothing was appended, so nothing is written.
-    std::mem::forget(writer);
+    // A PostgreSQL writer is dropped instead, after the clock: that releases its advisory
+    // writer lock at once, which a vanished connection does only when the server notices.
+    if kind == Kind::Postgres {
+        drop(writer);
+    } else {
+        std::mem::forget(writer);
+    }
 }
 
 fn child(args: &[&str]) -> Vec<String> {
@@ -218,17 +298,19 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let arg = |index: usize| args.get(index).map(String::as_str).unwrap_or_default();
     if let Some(index) = args.iter().position(|arg| arg == "--generate") {
-        let dir = PathBuf::from(arg(index + 1));
         generate_log(
-            &dir,
+            arg(index + 1),
             Kind::parse(arg(index + 2)),
             arg(index + 3).parse().unwrap(),
         );
         return;
     }
     if let Some(index) = args.iter().position(|arg| arg == "--measure") {
-        let dir = PathBuf::from(arg(index + 1));
-        measure(&dir, Kind::parse(arg(index + 2)), arg(index + 3) == "lazy");
+        measure(
+            arg(index + 1),
+            Kind::parse(arg(index + 2)),
+            arg(index + 3) == "lazy",
+        );
         return;
     }
     if let Some(_index) = args.iter().position(|arg| arg == "--idle") {
@@ -275,17 +357,22 @@ fn main() {
         for kind in &kinds {
             let dir = base.join(format!("{}-{n_events}", kind.name()));
             let marker = dir.join("complete");
-            if !marker.exists() {
-                let _ = fs::remove_dir_all(&dir);
-                fs::create_dir_all(&dir).unwrap();
+            let schema = (*kind == Kind::Postgres)
+                .then(|| Schema::create(&database_url(), &n_events.to_string()));
+            let at = match &schema {
+                Some(schema) => schema.store_url(),
+                None => dir.to_str().unwrap().to_owned(),
+            };
+            if schema.is_some() || !marker.exists() {
+                if schema.is_none() {
+                    let _ = fs::remove_dir_all(&dir);
+                    fs::create_dir_all(&dir).unwrap();
+                }
                 let start = Instant::now();
-                let generated = child(&[
-                    "--generate",
-                    dir.to_str().unwrap(),
-                    kind.name(),
-                    &n_events.to_string(),
-                ]);
-                fs::write(&marker, b"").unwrap();
+                let generated = child(&["--generate", &at, kind.name(), &n_events.to_string()]);
+                if schema.is_none() {
+                    fs::write(&marker, b"").unwrap();
+                }
                 eprintln!(
                     "generated {} events for {} in {:.1}s (not timed)",
                     generated[0],
@@ -296,7 +383,7 @@ fn main() {
             let mut figures: Vec<(f64, f64, Vec<String>)> = Vec::new();
             for mode in ["full", "lazy"] {
                 let runs: Vec<Vec<String>> = (0..RUNS)
-                    .map(|_| child(&["--measure", dir.to_str().unwrap(), kind.name(), mode]))
+                    .map(|_| child(&["--measure", &at, kind.name(), mode]))
                     .collect();
                 let seconds = median(runs.iter().map(|run| run[0].parse().unwrap()).collect());
                 let rss = median(runs.iter().map(|run| run[1].parse().unwrap()).collect());
@@ -308,7 +395,9 @@ fn main() {
                 "{:<7} {:>9} {:>9} {:>7} {:>6} | {:>10.1} {:>9} | {:>9.2} {:>9} {:>7} | {:>7.0}×",
                 kind.name(),
                 full.2[2],
-                mb(kind.size(&dir) as f64),
+                mb(schema
+                    .as_ref()
+                    .map_or_else(|| kind.size(&dir), Schema::size) as f64),
                 full.2[3],
                 full.2[4],
                 full.0 * 1e3,

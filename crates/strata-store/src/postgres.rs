@@ -55,6 +55,14 @@
 //!   claim `first` before the batch ending at `first` committed), so a reader sees a prefix.
 //! - **Lossless rows.** `data` is the exact payload text; `source_event_seqs` the JSONL range
 //!   encoding; rows read back are the same events, byte for byte.
+//! - **Checkpoints are a cache** (issue 9; `resume.rs`). The `(session_id, seq)` key is the
+//!   offset index; a `checkpoints` row per session holds the newest checkpoint record, the table
+//!   created on open when missing (no schema version bump, for the reasons SQLite has none:
+//!   older builds never read it, their deletes cascade to it, and their appends only leave it
+//!   behind the log). It is used only when it covers at most `next_seq` events, the stored
+//!   header and the stored row at its last covered seq still hash to what it recorded, and the
+//!   events it names decode at their seqs; anything else means a whole-log read. Writing one
+//!   is best effort on a shared connection, never the writer's, so it cannot fail an append.
 //!
 //! # Following a live session
 //!
@@ -64,6 +72,7 @@
 
 mod follow;
 mod pool;
+mod resume;
 mod row;
 mod schema;
 
@@ -71,13 +80,14 @@ mod schema;
 mod tests;
 
 use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use postgres::error::SqlState;
 use postgres::types::{ToSql, Type};
 use postgres::{Client, Statement};
-use strata_core::{Event, RawEvent, SessionHeader};
+use strata_core::{Checkpoint, Event, RawEvent, SessionHeader};
 
 use crate::codec::{decode_header_line, encode_header_line, Location};
 use crate::error::{LockHolder, StoreError};
@@ -251,6 +261,8 @@ struct Inner {
     pool: Pool,
     /// The `LISTEN`/`NOTIFY` channel of this schema's appends.
     channel: String,
+    /// Whether the schema has the `checkpoints` cache (set once, when the backend opens).
+    checkpoints: AtomicBool,
 }
 
 impl PostgresBackend {
@@ -264,6 +276,7 @@ impl PostgresBackend {
                 pool: Pool::new(config.pg.clone(), config.store.clone(), config.pool_size),
                 config,
                 channel,
+                checkpoints: AtomicBool::new(false),
             }),
         };
         let mut client = backend.inner.pool.get()?;
@@ -278,7 +291,11 @@ impl PostgresBackend {
                 detail: format!("the database encoding is {encoding}, not UTF8"),
             });
         }
-        schema::initialise(&backend, &mut client)?;
+        let checkpoints = schema::initialise(&backend, &mut client)?;
+        backend
+            .inner
+            .checkpoints
+            .store(checkpoints, Ordering::Relaxed);
         drop(client);
         Ok(backend)
     }
@@ -302,6 +319,11 @@ impl PostgresBackend {
     /// any host) append them.
     pub fn follow(&self, id: &str, from: FollowFrom) -> Result<Follower, StoreError> {
         Follower::start(self.clone(), id, from)
+    }
+
+    /// Whether this schema keeps checkpoints (see `resume.rs`).
+    fn keeps_checkpoints(&self) -> bool {
+        self.inner.checkpoints.load(Ordering::Relaxed)
     }
 
     fn describe_store(&self) -> String {
@@ -503,6 +525,48 @@ impl PostgresBackend {
             connection,
             statement,
         }))
+    }
+
+    /// Opens a session for appending on a dedicated connection; `resumable` first offers `load`
+    /// the rows after its checkpoint (see [`Backend::open_append_resumable`]), and reads the
+    /// whole log when there is none that fits or `load` finds it stale.
+    fn open_append_with(
+        &self,
+        id: &str,
+        load: &mut LoadFn<'_>,
+        resumable: bool,
+    ) -> Result<Box<dyn LogAppender>, StoreError> {
+        if !self.exists(id)? {
+            return Err(self.not_found(id));
+        }
+        let connection = self.writer_connection(id)?;
+        let mut resumed = None;
+        if resumable {
+            if let Some(mut stream) = self.resume_stream(id)? {
+                match load(&mut stream) {
+                    Ok(()) => resumed = Some(stream),
+                    Err(StoreError::StaleCheckpoint { .. }) => {}
+                    Err(error) => return Err(error),
+                }
+            }
+        }
+        let mut stream = match resumed {
+            Some(stream) => stream,
+            None => {
+                let mut stream = self.scan(id)?;
+                load(&mut stream)?;
+                stream
+            }
+        };
+        if stream.next().is_some() {
+            return Err(StoreError::Corrupt {
+                location: self.location(id),
+                line: None,
+                seq: Some(stream.next_seq()),
+                detail: "the log was not read to its end before opening it for writing".into(),
+            });
+        }
+        self.appender(id, stream.next_seq(), connection)
     }
 
     /// Inserts a new session row and its first events in `tx`; `AlreadyExists` if stored.
@@ -764,21 +828,22 @@ impl Backend for PostgresBackend {
         id: &str,
         load: &mut LoadFn<'_>,
     ) -> Result<Box<dyn LogAppender>, StoreError> {
-        if !self.exists(id)? {
-            return Err(self.not_found(id));
+        self.open_append_with(id, load, false)
+    }
+
+    fn open_append_resumable(
+        &self,
+        id: &str,
+        load: &mut LoadFn<'_>,
+    ) -> Result<Box<dyn LogAppender>, StoreError> {
+        self.open_append_with(id, load, true)
+    }
+
+    fn scan_resumable(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
+        match self.resume_stream(id)? {
+            Some(stream) => Ok(stream),
+            None => self.scan(id),
         }
-        let connection = self.writer_connection(id)?;
-        let mut stream = self.scan(id)?;
-        load(&mut stream)?;
-        if stream.next().is_some() {
-            return Err(StoreError::Corrupt {
-                location: self.location(id),
-                line: None,
-                seq: Some(stream.n_read()),
-                detail: "the log was not read to its end before opening it for writing".into(),
-            });
-        }
-        self.appender(id, stream.n_read(), connection)
     }
 
     fn scan(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
@@ -1005,6 +1070,11 @@ impl LogAppender for PostgresAppender {
             }
             Err(error) => Err(backend.failed("append")(error)),
         }
+    }
+
+    fn checkpoint(&mut self, checkpoint: &Checkpoint) -> Result<(), StoreError> {
+        self.backend
+            .write_checkpoint(&self.id, self.next_seq, checkpoint)
     }
 }
 

@@ -2,8 +2,13 @@
 //! store's schema), and the bump-and-reject check done when a backend opens.
 //!
 //! Invariants:
-//! - A schema strata uses holds exactly `schema_version`, `sessions` and `events`;
-//!   `schema_version` has one row, `('strata', SCHEMA_VERSION)`.
+//! - A schema strata uses holds `schema_version`, `sessions` and `events`, plus the optional
+//!   `checkpoints` cache (issue 9); `schema_version` has one row, `('strata', SCHEMA_VERSION)`.
+//! - `checkpoints` is created on open when missing, without a version bump: a build that does
+//!   not know it never reads it, its deletes still remove a session's row (the foreign key
+//!   cascades), and its appends only leave the checkpoint behind the log, which a later
+//!   resumable open detects. A store whose table cannot be created (`create_schema(false)`, or no
+//!   `CREATE` privilege) works without checkpoints.
 //! - A schema with any other version, or with tables but no version row, is refused before
 //!   anything in it is changed, naming both versions. There are no in-place migrations.
 //! - Creating the tables happens in one transaction, serialized between concurrent openers by a
@@ -56,6 +61,20 @@ CREATE TABLE {s}.events (
 );
 ";
 
+/// The checkpoint cache (issue 9), created on open when missing (see the module docs).
+///
+/// - `record` is the checkpoint record of `crate::checkpoint` (bytes, as SQLite's BLOB), whose
+///   evidence names the stored header and the last covered row; `n_events` repeats its
+///   coverage for queries, and is never trusted over the record.
+/// - The foreign key makes deleting a session delete its checkpoint, whichever build deletes.
+const CHECKPOINT_DDL: &str = "
+CREATE TABLE IF NOT EXISTS {s}.checkpoints (
+    session_id text PRIMARY KEY REFERENCES {s}.sessions (id) ON DELETE CASCADE,
+    n_events bigint NOT NULL,
+    record bytea NOT NULL
+);
+";
+
 /// The columns of an `events` row, in the order every statement below uses.
 const EVENT_COLUMNS: &str = "seq, type, time, data, source_event_seqs, surface_op, ignorable";
 
@@ -73,6 +92,10 @@ pub(super) struct Sql {
     pub fork_copy: String,
     pub delete_session: String,
     pub delete_events: String,
+    pub resume: String,
+    pub evidence: String,
+    pub pinned: String,
+    pub upsert_checkpoint: String,
     pub holder: &'static str,
 }
 
@@ -127,6 +150,30 @@ impl Sql {
             ),
             delete_session: format!("DELETE FROM {s}.sessions WHERE id = $1"),
             delete_events: format!("DELETE FROM {s}.events WHERE session_id = $1"),
+            // A session's stored header and `next_seq`, its checkpoint record, and the row the
+            // `n_events` column says the record covers last (its evidence), in one round trip.
+            resume: format!(
+                "SELECT s.header, s.next_seq, c.record, c.n_events, e.type, e.time, e.data \
+                 FROM {s}.sessions s \
+                 LEFT JOIN {s}.checkpoints c ON c.session_id = s.id \
+                 LEFT JOIN {s}.events e ON e.session_id = s.id AND e.seq = c.n_events - 1 \
+                 WHERE s.id = $1"
+            ),
+            // A session's stored header and the row at seq `$2`: a checkpoint's evidence.
+            evidence: format!(
+                "SELECT s.header, e.type, e.time, e.data FROM {s}.sessions s \
+                 LEFT JOIN {s}.events e ON e.session_id = s.id AND e.seq = $2 \
+                 WHERE s.id = $1"
+            ),
+            pinned: format!(
+                "SELECT {EVENT_COLUMNS} FROM {s}.events \
+                 WHERE session_id = $1 AND seq = ANY($2) ORDER BY seq"
+            ),
+            upsert_checkpoint: format!(
+                "INSERT INTO {s}.checkpoints (session_id, n_events, record) VALUES ($1, $2, $3) \
+                 ON CONFLICT (session_id) DO UPDATE \
+                 SET n_events = excluded.n_events, record = excluded.record"
+            ),
             // Who holds a session-level advisory lock on the key (`classid`, `objid`): the
             // backend's application name carries the strata writer's pid.
             holder: "SELECT a.application_name FROM pg_locks l \
@@ -144,8 +191,12 @@ pub(super) fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
-/// Checks the schema's version, creating the tables in a schema that has none.
-pub(super) fn initialise(backend: &PostgresBackend, client: &mut Client) -> Result<(), StoreError> {
+/// Checks the schema's version, creating the tables in a schema that has none; returns whether
+/// the `checkpoints` cache is there (created now when missing and creating is allowed).
+pub(super) fn initialise(
+    backend: &PostgresBackend,
+    client: &mut Client,
+) -> Result<bool, StoreError> {
     let schema = backend.schema();
     let failed = backend.failed("initialise schema");
     let mut tx = client.transaction().map_err(&failed)?;
@@ -182,11 +233,12 @@ pub(super) fn initialise(backend: &PostgresBackend, client: &mut Client) -> Resu
             Some(row) => i64::from(row.try_get::<_, i32>(0).map_err(&failed)?),
             None => 0,
         };
-        return if found == SCHEMA_VERSION {
-            Ok(())
-        } else {
-            Err(refuse(found))
-        };
+        if found != SCHEMA_VERSION {
+            return Err(refuse(found));
+        }
+        let checkpoints = ensure_checkpoints(backend, &mut tx)?;
+        tx.commit().map_err(backend.failed("commit schema"))?;
+        return Ok(checkpoints);
     }
     if n_relations != 0 {
         return Err(refuse(0));
@@ -222,5 +274,40 @@ pub(super) fn initialise(backend: &PostgresBackend, client: &mut Client) -> Resu
         &[&(SCHEMA_VERSION as i32)],
     )
     .map_err(backend.failed("stamp schema version"))?;
-    tx.commit().map_err(backend.failed("commit schema"))
+    let checkpoints = ensure_checkpoints(backend, &mut tx)?;
+    tx.commit().map_err(backend.failed("commit schema"))?;
+    Ok(checkpoints)
+}
+
+/// Creates the `checkpoints` cache in `tx` when it is missing and creating is allowed; returns
+/// whether it exists. A failed creation (no privilege) is rolled back to a savepoint, and the
+/// store then runs without checkpoints: they are an optimisation, never a reason to refuse.
+fn ensure_checkpoints(
+    backend: &PostgresBackend,
+    tx: &mut postgres::Transaction<'_>,
+) -> Result<bool, StoreError> {
+    let schema = backend.schema();
+    let failed = backend.failed("initialise checkpoints");
+    let exists: bool = tx
+        .query_one(
+            "SELECT to_regclass(format('%I.checkpoints', $1::text)) IS NOT NULL",
+            &[&schema],
+        )
+        .and_then(|row| row.try_get(0))
+        .map_err(&failed)?;
+    if exists {
+        return Ok(true);
+    }
+    if !backend.config().create_schema {
+        return Ok(false);
+    }
+    tx.batch_execute("SAVEPOINT checkpoints").map_err(&failed)?;
+    let created = tx.batch_execute(&CHECKPOINT_DDL.replace("{s}", &quote_ident(schema)));
+    let undo = if created.is_ok() {
+        "RELEASE SAVEPOINT checkpoints"
+    } else {
+        "ROLLBACK TO SAVEPOINT checkpoints"
+    };
+    tx.batch_execute(undo).map_err(&failed)?;
+    Ok(created.is_ok())
 }

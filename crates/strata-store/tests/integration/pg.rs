@@ -343,8 +343,20 @@ impl Backend for Dropping {
         self.backend.open_append(id, load)
     }
 
+    fn open_append_resumable(
+        &self,
+        id: &str,
+        load: &mut LoadFn<'_>,
+    ) -> Result<Box<dyn LogAppender>, StoreError> {
+        self.backend.open_append_resumable(id, load)
+    }
+
     fn scan(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
         self.backend.scan(id)
+    }
+
+    fn scan_resumable(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
+        self.backend.scan_resumable(id)
     }
 
     fn read(&self, id: &str) -> Result<StoredLog, StoreError> {

@@ -1,7 +1,9 @@
 //! PostgreSQL only (issue 8): what the shared contract cannot show. Writers racing on one
 //! session through separate connections with no advisory lock, a connection killed while a
 //! large batch is in flight, bump-and-reject of the schema version, fork as `INSERT … SELECT`,
-//! byte-exact payloads, and a follower on another connection seeing appends as they commit.
+//! byte-exact payloads, a follower on another connection seeing appends as they commit, and
+//! the `checkpoints` cache (issue 9): a row that does not fit the stored rows is never used,
+//! and it goes with its session.
 //!
 //! Every test skips (after the loud notice in `pg.rs`) when there is no server and none is
 //! required.
@@ -18,6 +20,7 @@ use strata_store::{
 
 use crate::common::{append_turns, header};
 use crate::pg;
+use crate::resume::{compare_opens, new_session};
 
 /// The next turn number and its first seq, from the writer's session.
 fn next_turn(writer: &SessionWriter) -> (u64, u64) {
@@ -487,4 +490,261 @@ fn a_follower_on_another_connection_sees_appends_as_they_commit() {
     store.delete("live").unwrap();
     let error = follower.wait(Duration::from_millis(100)).unwrap_err();
     assert!(matches!(error, StoreError::NotFound { .. }), "{error}");
+}
+
+/// FNV-1a 64 as 16 hex digits, the checksum of a checkpoint record's JSON line.
+fn fnv64_hex(bytes: &[u8]) -> String {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in bytes {
+        hash ^= u64::from(*byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{hash:016x}")
+}
+
+/// Rewrites the JSON body of session `id`'s checkpoint record with `edit`, keeping the record
+/// well-formed (a fresh checksum line), as a bug or a foreign writer could leave it.
+fn forge_checkpoint(
+    admin: &mut postgres::Client,
+    schema: &str,
+    id: &str,
+    edit: impl FnOnce(&mut serde_json::Value),
+) {
+    let record: Vec<u8> = admin
+        .query_one(
+            &format!("SELECT record FROM {schema}.checkpoints WHERE session_id = $1"),
+            &[&id],
+        )
+        .unwrap()
+        .get(0);
+    let text = String::from_utf8(record).unwrap();
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut body: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
+    edit(&mut body);
+    let json = serde_json::to_string(&body).unwrap();
+    let forged = format!("{}\n{json}\n{}\n", lines[0], fnv64_hex(json.as_bytes()));
+    admin
+        .execute(
+            &format!("UPDATE {schema}.checkpoints SET record = $2 WHERE session_id = $1"),
+            &[&id, &forged.as_bytes()],
+        )
+        .unwrap();
+}
+
+fn n_checkpoints(admin: &mut postgres::Client, schema: &str, id: &str) -> i64 {
+    admin
+        .query_one(
+            &format!("SELECT count(*) FROM {schema}.checkpoints WHERE session_id = $1"),
+            &[&id],
+        )
+        .unwrap()
+        .get(0)
+}
+
+// Issue 9: a checkpoint row is used only when its evidence matches the stored rows; every
+// other open reads the whole log, equals a full restore, and rewrites the row.
+#[test]
+fn stale_checkpoint_rows_are_ignored_and_the_open_equals_a_full_restore() {
+    let Some((backend, schema)) = pg::backend_with("ckpt", |config| config) else {
+        return;
+    };
+    let store = Store::new(backend);
+    let s = schema.name();
+    let mut admin = pg::client();
+    new_session(&store, "s", 8);
+    assert!(
+        compare_opens(&store, "s"),
+        "a closed writer leaves a checkpoint"
+    );
+    assert_eq!(n_checkpoints(&mut admin, s, "s"), 1);
+
+    // A torn record (the checksum line is gone).
+    admin
+        .execute(
+            &format!("UPDATE {s}.checkpoints SET record = substring(record from 1 for 40)"),
+            &[],
+        )
+        .unwrap();
+    assert!(!compare_opens(&store, "s"), "torn record");
+    assert!(
+        compare_opens(&store, "s"),
+        "rewritten by the whole-log open"
+    );
+
+    // An edited record (one byte of the body changed, the checksum no longer matches).
+    admin
+        .execute(
+            &format!(
+                "UPDATE {s}.checkpoints SET record = \
+                 overlay(record placing '\\x41'::bytea from 30 for 1)"
+            ),
+            &[],
+        )
+        .unwrap();
+    assert!(!compare_opens(&store, "s"), "edited record");
+    assert!(compare_opens(&store, "s"));
+
+    // A well-formed record claiming more events than the log holds.
+    forge_checkpoint(&mut admin, s, "s", |body| {
+        let n = body["evidence"]["nEvents"].as_u64().unwrap();
+        body["evidence"]["nEvents"] = (n + 5).into();
+    });
+    assert!(!compare_opens(&store, "s"), "nEvents beyond the log");
+    assert!(compare_opens(&store, "s"));
+
+    // The `n_events` column disagrees with the record: the record decides (still fits).
+    admin
+        .execute(
+            &format!("UPDATE {s}.checkpoints SET n_events = 100000"),
+            &[],
+        )
+        .unwrap();
+    assert!(compare_opens(&store, "s"), "the column is not the evidence");
+
+    // The last covered row (the checkpoint covers the whole log) changed under the
+    // checkpoint: same JSON, other bytes.
+    admin
+        .execute(
+            &format!(
+                "UPDATE {s}.events SET data = ' ' || data WHERE session_id = 's' \
+                 AND seq = (SELECT next_seq - 1 FROM {s}.sessions WHERE id = 's')"
+            ),
+            &[],
+        )
+        .unwrap();
+    assert!(!compare_opens(&store, "s"), "row data changed");
+    assert!(compare_opens(&store, "s"));
+
+    // The stored header changed under the checkpoint (same header, other bytes).
+    admin
+        .execute(
+            &format!("UPDATE {s}.sessions SET header = header || ' ' WHERE id = 's'"),
+            &[],
+        )
+        .unwrap();
+    assert!(!compare_opens(&store, "s"), "header changed");
+    assert!(compare_opens(&store, "s"));
+
+    // The log lost its last rows (an older copy restored): the checkpoint covers more.
+    admin
+        .batch_execute(&format!(
+            "DELETE FROM {s}.events WHERE session_id = 's' \
+               AND seq = (SELECT next_seq - 1 FROM {s}.sessions WHERE id = 's'); \
+             UPDATE {s}.sessions SET next_seq = next_seq - 1 WHERE id = 's'"
+        ))
+        .unwrap();
+    assert!(
+        !compare_opens(&store, "s"),
+        "log shorter than the checkpoint"
+    );
+    assert!(compare_opens(&store, "s"));
+
+    // Evidence that fits, but a checkpoint that does not describe the log (a surface node
+    // named twice): the resume fails, the open falls back to the whole log (StaleCheckpoint).
+    forge_checkpoint(&mut admin, s, "s", |body| {
+        let nodes = body["nodes"].as_array_mut().unwrap();
+        let first = nodes[0].clone();
+        nodes.insert(0, first);
+    });
+    assert!(
+        !compare_opens(&store, "s"),
+        "a checkpoint that does not fit"
+    );
+    assert!(compare_opens(&store, "s"));
+
+    // A checkpoint whose evidence fits but which names a row that is gone: the same.
+    forge_checkpoint(&mut admin, s, "s", |body| {
+        body["requestHeaderSeq"] = 3.into();
+    });
+    admin
+        .execute(
+            &format!("DELETE FROM {s}.events WHERE session_id = 's' AND seq = 3"),
+            &[],
+        )
+        .unwrap_or_else(|error| panic!("{error}"));
+    let full = store.load("s").err().expect("a gap is corruption");
+    assert!(
+        matches!(full, StoreError::Corrupt { seq: Some(3), .. }),
+        "{full}"
+    );
+    // The lazy open's pinned row is missing, so it reads the whole log, which reports the gap.
+    let lazy = store.open_write("s").expect_err("the whole log decides");
+    assert_eq!(lazy.to_string(), full.to_string());
+    let lazy = store.load_lazy("s").err().expect("the whole log decides");
+    assert_eq!(lazy.to_string(), full.to_string());
+
+    // Deleting the session deletes its checkpoint.
+    store.delete("s").unwrap();
+    let n_rows: i64 = admin
+        .query_one(&format!("SELECT count(*) FROM {s}.checkpoints"), &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(n_rows, 0);
+}
+
+// Issue 9: a fork child starts without a checkpoint (it is never copied from the parent),
+// gets its own when its writer closes, and keeps it when the parent goes.
+#[test]
+fn a_fork_child_starts_without_a_checkpoint() {
+    let Some((backend, schema)) = pg::backend_with("ckptfork", |config| config) else {
+        return;
+    };
+    let store = Store::new(backend);
+    let s = schema.name();
+    let mut admin = pg::client();
+    new_session(&store, "parent", 3);
+    assert!(compare_opens(&store, "parent"));
+    let child = store
+        .fork("parent", "child", Some(15), ForkMode::ClosedTurn)
+        .unwrap();
+    assert_eq!(n_checkpoints(&mut admin, s, "child"), 0);
+    append_turns(&child, 1);
+    child.close().unwrap();
+    assert_eq!(n_checkpoints(&mut admin, s, "child"), 1);
+    assert!(compare_opens(&store, "child"));
+    store.delete("parent").unwrap();
+    assert_eq!(n_checkpoints(&mut admin, s, "parent"), 0);
+    assert_eq!(n_checkpoints(&mut admin, s, "child"), 1);
+    assert!(compare_opens(&store, "child"));
+}
+
+// Issue 9: a schema made by a build without checkpoints gets the table on the next open (no
+// version bump); a lookup that may not create anything works without it.
+#[test]
+fn the_checkpoint_table_is_an_optional_cache() {
+    let Some((backend, schema)) = pg::backend_with("ckptopt", |config| config) else {
+        return;
+    };
+    let store = Store::new(backend);
+    new_session(&store, "s", 2);
+    drop(store);
+    let mut admin = pg::client();
+    admin
+        .batch_execute(&format!("DROP TABLE {}.checkpoints", schema.name()))
+        .unwrap();
+    let config = PostgresConfig::from_url(&schema.store_url())
+        .unwrap()
+        .create_schema(false);
+    let lookup = Store::new(PostgresBackend::open(config).unwrap());
+    assert!(!compare_opens(&lookup, "s"), "no table, no checkpoint");
+    let n_tables: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename = 'checkpoints'",
+            &[&schema.name()],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(n_tables, 0, "create_schema(false) created nothing");
+    drop(lookup);
+    let store = Store::new(PostgresBackend::connect(&schema.store_url()).unwrap());
+    let version: i32 = admin
+        .query_one(
+            &format!("SELECT version FROM {}.schema_version", schema.name()),
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(i64::from(version), POSTGRES_SCHEMA_VERSION);
+    assert!(!compare_opens(&store, "s"), "the first open writes one");
+    assert!(compare_opens(&store, "s"));
 }

@@ -2,7 +2,8 @@
 //! its checkpoint equals a full restore of the same log — surface, derived messages, request
 //! folds, open turn, checkpoint, every event — including after crashes and damage that leave
 //! the offset index or the checkpoint stale, torn, foreign or missing, and appends continue
-//! to validate and persist exactly as in full mode.
+//! to validate and persist exactly as in full mode. PostgreSQL runs the cross-backend cases
+//! when a server is there; its own stale-row cases are in `postgres.rs`.
 
 use std::path::{Path, PathBuf};
 
@@ -14,10 +15,10 @@ use strata_store::{
     remove_sidecars, Compression, SessionWriter, Store, CHECKPOINT_FILE_NAME, INDEX_FILE_NAME,
 };
 
-use crate::common::{append_turns, header, partial_turn, store, Kind, DURABLE};
+use crate::common::{append_turns, durable, header, partial_turn, store, Kind};
 
 /// Everything observable of two sessions over the same log.
-fn assert_same(full: &Session, lazy: &Session) {
+pub fn assert_same(full: &Session, lazy: &Session) {
     assert_eq!(full.len(), lazy.len(), "length");
     assert_eq!(full.surface(), lazy.surface(), "surface");
     let messages = |session: &Session| -> Vec<Value> {
@@ -50,7 +51,7 @@ fn assert_same(full: &Session, lazy: &Session) {
 
 /// Opens `id` lazily and fully (each open repairs and marks the same way, and a repaired log
 /// reopens unchanged), compares, and returns whether the lazy open resumed from a checkpoint.
-fn compare_opens(store: &Store, id: &str) -> bool {
+pub fn compare_opens(store: &Store, id: &str) -> bool {
     // The first open may repair and mark the log; compare it with a full open of the log it
     // started from, then compare reopens of the (now repaired) log.
     let before = store.load(id).unwrap();
@@ -96,7 +97,7 @@ fn log_path(root: &Path, kind: Kind, id: &str) -> Option<PathBuf> {
     Some(dir.join(name))
 }
 
-fn new_session(store: &Store, id: &str, n_turns: u64) {
+pub fn new_session(store: &Store, id: &str, n_turns: u64) {
     let writer = store.create(header(id, 1)).unwrap();
     append_turns(&writer, n_turns);
     writer.close().unwrap();
@@ -105,7 +106,7 @@ fn new_session(store: &Store, id: &str, n_turns: u64) {
 // A closed writer leaves a checkpoint; the next open resumes from it and equals a full one.
 #[test]
 fn reopen_resumes_from_the_checkpoint_and_equals_a_full_restore() {
-    for kind in DURABLE {
+    for kind in durable() {
         let dir = tempfile::tempdir().unwrap();
         let store = store(kind, dir.path());
         new_session(&store, "s", 30);
@@ -135,7 +136,7 @@ fn reopen_resumes_from_the_checkpoint_and_equals_a_full_restore() {
 // A crash inside a turn: the lazy open closes it with the same closers as a full one.
 #[test]
 fn a_turn_left_open_is_repaired_the_same_way() {
-    for kind in DURABLE {
+    for kind in durable() {
         let dir = tempfile::tempdir().unwrap();
         let store = store(kind, dir.path());
         new_session(&store, "s", 10);
@@ -343,16 +344,25 @@ fn sqlite_stale_checkpoint_rows_are_ignored() {
 // A writer records a checkpoint periodically, not only on close.
 #[test]
 fn a_long_writer_checkpoints_as_it_goes() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = store(Kind::Zstd, dir.path());
-    let writer = store.create(header("s", 1)).unwrap();
-    let per_turn = strata_store::synth::EVENTS_PER_TURN;
-    append_turns(&writer, strata_store::CHECKPOINT_EVERY / per_turn + 2);
-    assert!(writer.n_checkpoints() >= 1, "{}", writer.n_checkpoints());
-    // Crash without closing: the periodic checkpoint is there, behind the log's end.
-    std::mem::forget(writer);
-    let lazy = store.load_lazy("s").unwrap();
-    assert!(lazy.is_lazy());
-    assert!(lazy.resident_base() < lazy.len() as u64);
-    assert_same(&store.load("s").unwrap(), &lazy);
+    let kinds = durable()
+        .into_iter()
+        .filter(|kind| matches!(kind, Kind::Zstd | Kind::Postgres));
+    for kind in kinds {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(kind, dir.path());
+        let writer = store.create(header("s", 1)).unwrap();
+        let per_turn = strata_store::synth::EVENTS_PER_TURN;
+        append_turns(&writer, strata_store::CHECKPOINT_EVERY / per_turn + 2);
+        assert!(
+            writer.n_checkpoints() >= 1,
+            "{kind:?}: {}",
+            writer.n_checkpoints()
+        );
+        // Crash without closing: the periodic checkpoint is there, behind the log's end.
+        std::mem::forget(writer);
+        let lazy = store.load_lazy("s").unwrap();
+        assert!(lazy.is_lazy(), "{kind:?}");
+        assert!(lazy.resident_base() < lazy.len() as u64, "{kind:?}");
+        assert_same(&store.load("s").unwrap(), &lazy);
+    }
 }
