@@ -54,11 +54,6 @@ pub use surface::{Replacement, SurfaceState};
 pub use verify::{Verified, Verifier};
 pub use wire::RawEvent;
 
-/// The README's Rust examples, compiled and run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-pub struct ReadmeDoctests;
-
 pub mod json;
 pub mod payload;
 pub mod synth;

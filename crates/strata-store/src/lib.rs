@@ -64,6 +64,12 @@ pub mod legacy;
 pub mod migrate;
 pub mod synth;
 
+/// The README's Rust examples (the core's and the store's), compiled and run as doctests here:
+/// this is the lowest crate that can compile both.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
+
 mod checkpoint;
 mod codec;
 mod error;
