@@ -221,6 +221,10 @@ mod messages {
     }
 }
 
+// Damaged logs through every reading command: no panics (fuzz-style, seeded).
+#[path = "cli/hostile.rs"]
+mod hostile;
+
 // The store commands and store references (issue 3).
 #[path = "cli/store.rs"]
 mod store;
