@@ -23,6 +23,7 @@
 //!   stored row at its last covered seq still hashes to what it recorded.
 
 use std::fs::DirBuilder;
+use std::io::Write as _;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -36,8 +37,7 @@ use strata_core::{
 };
 
 use crate::codec::{
-    decode_event_line, decode_header_line, encode_header_line, write_range_sources, CodecError,
-    Location,
+    decode_header_line, encode_header_line, expand_sources, write_range_sources, Location,
 };
 use crate::error::StoreError;
 use crate::layout::encode_segment;
@@ -425,9 +425,9 @@ impl SqliteBackend {
         line.extend_from_slice(b"{\"type\":");
         let event_type = std::str::from_utf8(event_type)
             .map_err(|error| corrupt(format!("type is not UTF-8: {error}")))?;
-        // Writing a string into a Vec cannot fail.
+        // Writing into a Vec cannot fail (and allocates nothing per row beyond the line).
         let _ = serde_json::to_writer(&mut line, event_type);
-        line.extend_from_slice(format!(",\"seq\":{seq},\"time\":{time},\"data\":").as_bytes());
+        let _ = write!(line, ",\"seq\":{seq},\"time\":{time},\"data\":");
         match row.get_ref(3).map_err(self.sql("read events"))? {
             ValueRef::Text(text) => line.extend_from_slice(text),
             ValueRef::Blob(blob) => {
@@ -446,7 +446,7 @@ impl SqliteBackend {
             match row.get_ref(index).map_err(self.sql("read events"))? {
                 ValueRef::Null => {}
                 ValueRef::Text(text) => {
-                    line.extend_from_slice(format!(",\"{key}\":").as_bytes());
+                    let _ = write!(line, ",\"{key}\":");
                     line.extend_from_slice(text);
                 }
                 other => {
@@ -462,15 +462,19 @@ impl SqliteBackend {
             line.extend_from_slice(b",\"ignorable\":true");
         }
         line.push(b'}');
+        let raw = RawEvent::from_json_slice(&line)
+            .map_err(|error| corrupt(format!("row is not JSON: {error}")))?;
+        if raw.source_event_seqs().is_none() {
+            return Ok(raw);
+        }
+        // Only a row citing sources needs its location (for a range that does not decode):
+        // built here, not for every row.
         let location = Location {
             file: Some(PathBuf::from(self.location(id))),
             line: 0,
             seq: Some(expected),
         };
-        decode_event_line(&line, &location).map_err(|error| match error {
-            CodecError::Json { detail, .. } => corrupt(format!("row is not JSON: {detail}")),
-            other => StoreError::from(other),
-        })
+        expand_sources(raw, &location).map_err(StoreError::from)
     }
 }
 
