@@ -273,3 +273,41 @@ proptest! {
         }
     }
 }
+
+/// The text path (SIMD UTF-8 check, then a `str` parse) and the byte path give the same row,
+/// or the same error, for valid lines, lines with bad UTF-8 inside or outside strings, and
+/// escapes serde must refuse either way.
+#[test]
+fn decode_event_line_text_and_byte_paths_agree() {
+    let location = Location {
+        file: None,
+        line: 2,
+        seq: None,
+    };
+    let valid = br#"{"type":"user/message","seq":0,"time":1,"data":{"message":{"id":"m","role":"user","content":[{"type":"text","text":"h\u00e9 \u6570"}]}},"surfaceOp":"append"}"#;
+    let mut bad_in_string = valid.to_vec();
+    let at = bad_in_string.iter().position(|b| *b == b'h').unwrap();
+    bad_in_string[at] = 0xFF;
+    let mut bad_outside = valid.to_vec();
+    bad_outside.insert(1, 0xC3);
+    let surrogate = br#"{"type":"user/message","seq":0,"time":1,"data":{"t":"\ud800"}}"#;
+    let truncated = &valid[..valid.len() - 3];
+    for line in [
+        valid.as_slice(),
+        &bad_in_string,
+        &bad_outside,
+        surrogate.as_slice(),
+        truncated,
+    ] {
+        let bytes = RawEvent::from_json_slice(line)
+            .map(|raw| raw.to_value())
+            .map_err(|error| error.to_string());
+        let decoded = decode_event_line(line, &location)
+            .map(|raw| raw.to_value())
+            .map_err(|error| match error {
+                CodecError::Json { detail, .. } => detail,
+                other => other.to_string(),
+            });
+        assert_eq!(decoded, bytes, "{}", String::from_utf8_lossy(line));
+    }
+}
