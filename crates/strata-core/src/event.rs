@@ -213,54 +213,91 @@ pub(crate) enum EnvelopeKey {
     Ignorable,
 }
 
+impl EnvelopeKey {
+    /// Every key, in dsh's runtime write order; a key's index here is its 3-bit code.
+    const ALL: [EnvelopeKey; 7] = [
+        EnvelopeKey::Type,
+        EnvelopeKey::Seq,
+        EnvelopeKey::Time,
+        EnvelopeKey::Data,
+        EnvelopeKey::SourceEventSeqs,
+        EnvelopeKey::SurfaceOp,
+        EnvelopeKey::Ignorable,
+    ];
+
+    const fn code(self) -> u32 {
+        self as u32
+    }
+}
+
 /// The order of envelope keys as read (or dsh's write order for new events).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+///
+/// Packed into 32 bits (seven 3-bit key codes, then a 3-bit count) because every event carries
+/// one: this keeps `Event` at 120 bytes instead of 128.
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) struct KeyOrder {
-    keys: [EnvelopeKey; 7],
-    len: u8,
+    packed: u32,
 }
 
 impl KeyOrder {
+    const BITS: u32 = 3;
+    const LEN_SHIFT: u32 = 21;
+
     /// dsh's runtime write order: `type, seq, time, data, sourceEventSeqs?, surfaceOp?, ignorable?`.
-    pub(crate) const CANONICAL: KeyOrder = KeyOrder {
-        keys: [
-            EnvelopeKey::Type,
-            EnvelopeKey::Seq,
-            EnvelopeKey::Time,
-            EnvelopeKey::Data,
-            EnvelopeKey::SourceEventSeqs,
-            EnvelopeKey::SurfaceOp,
-            EnvelopeKey::Ignorable,
-        ],
-        len: 7,
+    pub(crate) const CANONICAL: KeyOrder = {
+        let mut order = KeyOrder::empty();
+        let mut index = 0;
+        while index < EnvelopeKey::ALL.len() {
+            order.packed |= EnvelopeKey::ALL[index].code() << (KeyOrder::BITS * index as u32);
+            index += 1;
+        }
+        order.packed |= (EnvelopeKey::ALL.len() as u32) << KeyOrder::LEN_SHIFT;
+        order
     };
 
     pub(crate) const fn empty() -> KeyOrder {
-        KeyOrder {
-            keys: [EnvelopeKey::Type; 7],
-            len: 0,
-        }
+        KeyOrder { packed: 0 }
+    }
+
+    fn len(self) -> usize {
+        (self.packed >> Self::LEN_SHIFT) as usize
+    }
+
+    fn key(self, index: usize) -> EnvelopeKey {
+        let code = (self.packed >> (Self::BITS * index as u32)) & 0b111;
+        EnvelopeKey::ALL[code as usize]
+    }
+
+    fn read(self) -> impl Iterator<Item = EnvelopeKey> {
+        (0..self.len()).map(move |index| self.key(index))
     }
 
     /// Records a key; returns false if it was already present (a duplicate key).
     pub(crate) fn push(&mut self, key: EnvelopeKey) -> bool {
-        if self.keys[..self.len as usize].contains(&key) || self.len as usize >= self.keys.len() {
+        let len = self.len();
+        if len >= EnvelopeKey::ALL.len() || self.read().any(|read| read == key) {
             return false;
         }
-        self.keys[self.len as usize] = key;
-        self.len += 1;
+        self.packed |= key.code() << (Self::BITS * len as u32);
+        self.packed =
+            (self.packed & !(0b111 << Self::LEN_SHIFT)) | (((len + 1) as u32) << Self::LEN_SHIFT);
         true
     }
 
     pub(crate) fn keys(&self) -> impl Iterator<Item = EnvelopeKey> + '_ {
         // Keys never read (e.g. set by a typed append) follow in canonical order.
-        let read = &self.keys[..self.len as usize];
-        read.iter().copied().chain(
-            KeyOrder::CANONICAL
-                .keys
+        let order = *self;
+        order.read().chain(
+            EnvelopeKey::ALL
                 .into_iter()
-                .filter(move |key| !read.contains(key)),
+                .filter(move |key| !order.read().any(|read| read == *key)),
         )
+    }
+}
+
+impl std::fmt::Debug for KeyOrder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.read()).finish()
     }
 }
 
@@ -486,4 +523,56 @@ pub fn write_plain_sources(sources: &[Seq], out: &mut Vec<u8>) {
 fn write_value(out: &mut Vec<u8>, value: &Value) {
     // Writing a `Value` into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *out, value);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{EnvelopeKey, Event, KeyOrder};
+
+    #[test]
+    fn key_order_keeps_the_read_order_refuses_duplicates_and_completes_canonically() {
+        let mut order = KeyOrder::empty();
+        assert!(order.push(EnvelopeKey::Data));
+        assert!(order.push(EnvelopeKey::Type));
+        assert!(!order.push(EnvelopeKey::Data), "a duplicate key");
+        assert!(order.push(EnvelopeKey::Ignorable));
+        let keys: Vec<EnvelopeKey> = order.keys().collect();
+        assert_eq!(
+            keys,
+            [
+                EnvelopeKey::Data,
+                EnvelopeKey::Type,
+                EnvelopeKey::Ignorable,
+                EnvelopeKey::Seq,
+                EnvelopeKey::Time,
+                EnvelopeKey::SourceEventSeqs,
+                EnvelopeKey::SurfaceOp,
+            ]
+        );
+        let mut full = KeyOrder::empty();
+        for key in EnvelopeKey::ALL.into_iter().rev() {
+            assert!(full.push(key));
+        }
+        assert!(!full.push(EnvelopeKey::Type), "all seven are taken");
+        let reversed: Vec<EnvelopeKey> = full.keys().collect();
+        assert_eq!(
+            reversed,
+            EnvelopeKey::ALL.into_iter().rev().collect::<Vec<_>>()
+        );
+        assert_eq!(
+            KeyOrder::CANONICAL.keys().collect::<Vec<_>>(),
+            EnvelopeKey::ALL.to_vec()
+        );
+        assert_eq!(
+            KeyOrder::empty().keys().collect::<Vec<_>>(),
+            EnvelopeKey::ALL.to_vec()
+        );
+    }
+
+    /// Every log holds one `Event` per line: its size is a per-event memory cost.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn an_event_stays_at_120_bytes() {
+        assert_eq!(std::mem::size_of::<Event>(), 120);
+    }
 }
