@@ -37,6 +37,7 @@ use crate::lines::DEFAULT_MAX_RECORD_LEN;
 use crate::lock::{SessionLock, LOCK_FILE_NAME};
 use crate::memory::sort_newest_first;
 use crate::prefetch::Prefetch;
+use crate::store::ensure_read_to_end;
 use crate::store::{
     Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream, StoredLog, TornInfo,
 };
@@ -277,14 +278,7 @@ impl JsonlBackend {
                 &mut whole
             }
         };
-        if stream.next().is_some() {
-            return Err(StoreError::Corrupt {
-                location: found.file.display().to_string(),
-                line: None,
-                seq: Some(stream.next_seq()),
-                detail: "the log was not read to its end before opening it for writing".into(),
-            });
-        }
+        ensure_read_to_end(stream, || found.file.display().to_string())?;
         let next_seq = stream.next_seq();
         let torn = stream.torn();
         let file = open_rw(&found.file)?;

@@ -18,6 +18,7 @@ use strata_core::{Event, RawEvent, SessionHeader};
 use crate::codec::{decode_event_line, encode_event_line, Location};
 use crate::error::{LockHolder, StoreError};
 use crate::lines::DEFAULT_MAX_RECORD_LEN;
+use crate::store::ensure_read_to_end;
 use crate::store::{Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream};
 
 /// An in-memory [`Backend`].
@@ -195,14 +196,7 @@ impl Backend for MemoryBackend {
             next_seq: 0,
         };
         load(&mut stream)?;
-        if stream.next().is_some() {
-            return Err(StoreError::Corrupt {
-                location: format!("memory#{id}"),
-                line: None,
-                seq: Some(stream.n_read()),
-                detail: "the log was not read to its end before opening it for writing".into(),
-            });
-        }
+        ensure_read_to_end(&mut stream, || format!("memory#{id}"))?;
         appender.next_seq = stream.n_read();
         Ok(Box::new(appender))
     }

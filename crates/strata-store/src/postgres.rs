@@ -93,6 +93,7 @@ use crate::codec::{decode_header_line, encode_header_line, Location};
 use crate::error::{LockHolder, StoreError};
 use crate::lines::DEFAULT_MAX_RECORD_LEN;
 use crate::memory::sort_newest_first;
+use crate::store::load_resuming;
 use crate::store::{Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream};
 
 pub use follow::{FollowFrom, Follower};
@@ -540,32 +541,12 @@ impl PostgresBackend {
             return Err(self.not_found(id));
         }
         let connection = self.writer_connection(id)?;
-        let mut resumed = None;
-        if resumable {
-            if let Some(mut stream) = self.resume_stream(id)? {
-                match load(&mut stream) {
-                    Ok(()) => resumed = Some(stream),
-                    Err(StoreError::StaleCheckpoint { .. }) => {}
-                    Err(error) => return Err(error),
-                }
-            }
-        }
-        let mut stream = match resumed {
-            Some(stream) => stream,
-            None => {
-                let mut stream = self.scan(id)?;
-                load(&mut stream)?;
-                stream
-            }
+        let resumed = if resumable {
+            self.resume_stream(id)?
+        } else {
+            None
         };
-        if stream.next().is_some() {
-            return Err(StoreError::Corrupt {
-                location: self.location(id),
-                line: None,
-                seq: Some(stream.next_seq()),
-                detail: "the log was not read to its end before opening it for writing".into(),
-            });
-        }
+        let stream = load_resuming(resumed, || self.scan(id), load, || self.location(id))?;
         self.appender(id, stream.next_seq(), connection)
     }
 

@@ -45,6 +45,7 @@ use crate::lines::DEFAULT_MAX_RECORD_LEN;
 use crate::lock::SessionLock;
 use crate::memory::sort_newest_first;
 use crate::prefetch::Prefetch;
+use crate::store::load_resuming;
 use crate::store::{
     default_sqlite_path, Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream,
     ResumePoint,
@@ -352,32 +353,12 @@ impl SqliteBackend {
             return Err(self.not_found(id));
         }
         let lock = self.lock(id)?;
-        let mut resumed = None;
-        if resumable {
-            if let Some(mut stream) = self.resume_stream(id)? {
-                match load(&mut stream) {
-                    Ok(()) => resumed = Some(stream),
-                    Err(StoreError::StaleCheckpoint { .. }) => {}
-                    Err(error) => return Err(error),
-                }
-            }
-        }
-        let mut stream = match resumed {
-            Some(stream) => stream,
-            None => {
-                let mut stream = self.scan(id)?;
-                load(&mut stream)?;
-                stream
-            }
+        let resumed = if resumable {
+            self.resume_stream(id)?
+        } else {
+            None
         };
-        if stream.next().is_some() {
-            return Err(StoreError::Corrupt {
-                location: self.location(id),
-                line: None,
-                seq: Some(stream.next_seq()),
-                detail: "the log was not read to its end before opening it for writing".into(),
-            });
-        }
+        let stream = load_resuming(resumed, || self.scan(id), load, || self.location(id))?;
         Ok(Box::new(SqliteAppender {
             backend: self.clone(),
             id: id.to_owned(),

@@ -260,6 +260,50 @@ impl std::fmt::Debug for LogStream<'_> {
 /// [`Backend::open_append`]).
 pub type LoadFn<'f> = dyn FnMut(&mut LogStream<'_>) -> Result<(), StoreError> + 'f;
 
+/// Fails unless `load` consumed `stream` to its end: an appender starts right after the last row
+/// the caller saw, so a partly read log would be appended to at the wrong seq. Every backend's
+/// open for writing ends its read with this.
+pub(crate) fn ensure_read_to_end(
+    stream: &mut LogStream<'_>,
+    location: impl FnOnce() -> String,
+) -> Result<(), StoreError> {
+    if stream.next().is_some() {
+        return Err(StoreError::Corrupt {
+            location: location(),
+            line: None,
+            seq: Some(stream.next_seq()),
+            detail: "the log was not read to its end before opening it for writing".into(),
+        });
+    }
+    Ok(())
+}
+
+/// The read of a resumable open for writing on a SQL store: `load` gets the rows after a
+/// verified checkpoint when `resumed` offers them, else — no checkpoint, or `load` found it
+/// stale — the whole log from `whole`; then [`ensure_read_to_end`]. Returns the consumed
+/// stream, whose `next_seq` is where the appender starts.
+pub(crate) fn load_resuming<'s>(
+    resumed: Option<LogStream<'s>>,
+    whole: impl FnOnce() -> Result<LogStream<'s>, StoreError>,
+    load: &mut LoadFn<'_>,
+    location: impl FnOnce() -> String,
+) -> Result<LogStream<'s>, StoreError> {
+    if let Some(mut stream) = resumed {
+        match load(&mut stream) {
+            Ok(()) => {
+                ensure_read_to_end(&mut stream, location)?;
+                return Ok(stream);
+            }
+            Err(StoreError::StaleCheckpoint { .. }) => {}
+            Err(error) => return Err(error),
+        }
+    }
+    let mut stream = whole()?;
+    load(&mut stream)?;
+    ensure_read_to_end(&mut stream, location)?;
+    Ok(stream)
+}
+
 /// A torn end of a log (persistence §2.7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TornInfo {
