@@ -22,49 +22,11 @@ use strata_core::{HeaderSpec, SessionHeader};
 use strata_store::synth::{turn_candidates, EVENTS_PER_TURN};
 use strata_store::{PostgresBackend, SessionWriter, SqliteBackend, Store};
 
+mod support;
+
+use support::{database_url, env_u64, Schema};
+
 const ID: &str = "bench";
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|value| value.parse().ok())
-        .unwrap_or(default)
-}
-
-fn database_url() -> String {
-    ["STRATA_TEST_DATABASE_URL", "DATABASE_URL"]
-        .iter()
-        .find_map(|name| std::env::var(name).ok().filter(|url| !url.is_empty()))
-        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test".to_owned())
-}
-
-/// A schema made for this run, dropped when the guard goes.
-struct Schema {
-    url: String,
-    name: String,
-}
-
-impl Schema {
-    fn create(url: &str, label: &str) -> Schema {
-        let name = format!("strata_bench_{label}_{}", std::process::id());
-        let mut client = Client::connect(url, NoTls).expect("connect to the bench server");
-        client
-            .batch_execute(&format!("DROP SCHEMA IF EXISTS {name} CASCADE"))
-            .unwrap();
-        Schema {
-            url: url.to_owned(),
-            name,
-        }
-    }
-}
-
-impl Drop for Schema {
-    fn drop(&mut self) {
-        if let Ok(mut client) = Client::connect(&self.url, NoTls) {
-            let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name));
-        }
-    }
-}
 
 fn header(created_at: u64) -> SessionHeader {
     SessionHeader::new(HeaderSpec {
@@ -284,8 +246,7 @@ fn bench_payload(url: &str) {
 /// The two stores compared, on a fresh schema and a fresh temp dir.
 fn stores(url: &str, label: &str) -> (Store, Store, Schema, tempfile::TempDir) {
     let schema = Schema::create(url, label);
-    let postgres =
-        Store::new(PostgresBackend::connect(&format!("{url}?schema={}", schema.name)).unwrap());
+    let postgres = Store::new(PostgresBackend::connect(&schema.store_url()).unwrap());
     let dir = tempfile::tempdir().unwrap();
     let sqlite = Store::new(SqliteBackend::open(&dir.path().join("strata.db")).unwrap());
     (postgres, sqlite, schema, dir)

@@ -28,12 +28,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use postgres::{Client, NoTls};
 use strata_core::synth::{generate, SynthConfig};
 use strata_store::{
     encode_event_line, Backend, Batch, Compression, JsonlBackend, JsonlConfig, PostgresBackend,
     SqliteBackend, Store,
 };
+
+mod support;
+
+use support::{database_url, peak_rss, Schema};
 
 const ID: &str = "bench-resume";
 const BATCH: usize = 512;
@@ -123,79 +126,6 @@ impl Kind {
             .map(|metadata| metadata.len())
             .sum()
     }
-}
-
-fn database_url() -> String {
-    ["STRATA_TEST_DATABASE_URL", "DATABASE_URL"]
-        .iter()
-        .find_map(|name| std::env::var(name).ok().filter(|url| !url.is_empty()))
-        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/test".to_owned())
-}
-
-/// A PostgreSQL schema made for this run, dropped when the guard goes.
-struct Schema {
-    url: String,
-    name: String,
-}
-
-impl Schema {
-    fn create(url: &str, label: &str) -> Schema {
-        let name = format!("strata_bench_resume_{label}_{}", std::process::id());
-        let mut client = Client::connect(url, NoTls).expect("connect to the bench server");
-        client
-            .batch_execute(&format!("DROP SCHEMA IF EXISTS {name} CASCADE"))
-            .unwrap();
-        Schema {
-            url: url.to_owned(),
-            name,
-        }
-    }
-
-    /// The store address of this schema.
-    fn store_url(&self) -> String {
-        let separator = if self.url.contains('?') { '&' } else { '?' };
-        format!("{}{separator}schema={}", self.url, self.name)
-    }
-
-    /// Bytes of the schema's tables, with their indexes and TOAST.
-    fn size(&self) -> u64 {
-        let mut client = Client::connect(&self.url, NoTls).expect("connect to the bench server");
-        let bytes: i64 = client
-            .query_one(
-                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c \
-                 JOIN pg_namespace n ON n.oid = c.relnamespace \
-                 WHERE n.nspname = $1 AND c.relkind = 'r'",
-                &[&self.name],
-            )
-            .unwrap()
-            .get(0);
-        u64::try_from(bytes).unwrap_or(0)
-    }
-}
-
-impl Drop for Schema {
-    fn drop(&mut self) {
-        if let Ok(mut client) = Client::connect(&self.url, NoTls) {
-            let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {} CASCADE", self.name));
-        }
-    }
-}
-
-/// Peak resident set of this process, from /proc (kB → bytes).
-fn peak_rss() -> u64 {
-    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|value| {
-            value
-                .trim()
-                .trim_end_matches("kB")
-                .trim()
-                .parse::<u64>()
-                .ok()
-        })
-        .map_or(0, |kb| kb * 1024)
 }
 
 /// Child: generates a session of about `n_events` and stores it at `at` for `kind`.
@@ -358,7 +288,7 @@ fn main() {
             let dir = base.join(format!("{}-{n_events}", kind.name()));
             let marker = dir.join("complete");
             let schema = (*kind == Kind::Postgres)
-                .then(|| Schema::create(&database_url(), &n_events.to_string()));
+                .then(|| Schema::create(&database_url(), &format!("resume_{n_events}")));
             let at = match &schema {
                 Some(schema) => schema.store_url(),
                 None => dir.to_str().unwrap().to_owned(),

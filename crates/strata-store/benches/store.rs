@@ -101,15 +101,12 @@ unsafe impl GlobalAlloc for Switch {
 #[global_allocator]
 static GLOBAL: Switch = Switch;
 
+mod support;
+
+use support::{env_u64, peak_rss};
+
 const ID: &str = "bench";
 const LOAD_BATCH: usize = 512;
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|value| value.parse().ok())
-        .unwrap_or(default)
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
@@ -292,23 +289,6 @@ fn bench_appends(base: &Path, text_len: usize) {
             );
         }
     }
-}
-
-/// Peak resident set of this process, from /proc (kB → bytes).
-fn peak_rss() -> u64 {
-    let status = fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|value| {
-            value
-                .trim()
-                .trim_end_matches("kB")
-                .trim()
-                .parse::<u64>()
-                .ok()
-        })
-        .map_or(0, |kb| kb * 1024)
 }
 
 /// Child process entry: runs one load phase and prints `seconds peak_rss n_events`.
