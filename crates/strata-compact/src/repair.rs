@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use strata_core::{Event, EventType, RawEvent, SeedOptions, SessionHeader};
-use strata_store::{encode_event_line, Batch, LogStream, Store, StoreError};
+use strata_store::{LogStream, Store, StoreError};
 
 use crate::bracket::{restore_resumed, Resumed};
 
@@ -68,16 +68,7 @@ pub fn repair_stored(
         Ok(())
     };
     let mut appender = store.backend().open_append(id, &mut load)?;
-    if !added.is_empty() {
-        let mut jsonl = Vec::new();
-        for event in &added {
-            encode_event_line(event, &mut jsonl);
-        }
-        appender.append(&Batch {
-            events: &added,
-            jsonl: &jsonl,
-        })?;
-    }
+    appender.append_events(&added)?;
     Ok(added)
 }
 

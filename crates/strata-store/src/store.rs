@@ -420,6 +420,23 @@ pub trait LogAppender: Send {
     /// is poisoned and must be dropped.
     fn append(&mut self, batch: &Batch<'_>) -> Result<(), StoreError>;
 
+    /// Encodes `events` as their JSONL lines and appends them as one batch (nothing when
+    /// empty): for writes outside a [`SessionWriter`](crate::SessionWriter), such as the
+    /// closers an open or a repair adds.
+    fn append_events(&mut self, events: &[Arc<Event>]) -> Result<(), StoreError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let mut jsonl = Vec::new();
+        for event in events {
+            encode_event_line(event, &mut jsonl);
+        }
+        self.append(&Batch {
+            events,
+            jsonl: &jsonl,
+        })
+    }
+
     /// Records `checkpoint` beside the log, for later resumable reads. Call only when
     /// `checkpoint.n_events` equals [`LogAppender::next_seq`] (every covered event durable);
     /// anything else is ignored. Best effort: a failure leaves the log and the appender
@@ -586,16 +603,7 @@ impl Store {
                 .to_vec(),
             None => Vec::new(),
         };
-        if !added.is_empty() {
-            let mut jsonl = Vec::new();
-            for event in &added {
-                encode_event_line(event, &mut jsonl);
-            }
-            appender.append(&Batch {
-                events: &added,
-                jsonl: &jsonl,
-            })?;
-        }
+        appender.append_events(&added)?;
         let mut checkpointed = checkpointed;
         if resumable && (session.len() as u64) > checkpointed {
             if let Some(checkpoint) = session.checkpoint() {
