@@ -32,8 +32,8 @@ pub fn compaction_closer(events: &[Arc<Event>]) -> Option<Candidate> {
     for event in events.iter().rev() {
         match event.event_type() {
             EventType::SessionEndSeed => return None,
-            EventType::Other(name) if name.as_ref() == "compaction/end" => return None,
-            EventType::Other(name) if name.as_ref() == "compaction/start" => {
+            EventType::Other(name) if name.as_str() == "compaction/end" => return None,
+            EventType::Other(name) if name.as_str() == "compaction/start" => {
                 return Some(Candidate::log_only(payload::PluginEvent {
                     event_type: "compaction/end".into(),
                     data: closer_data(event.data()),

@@ -448,7 +448,7 @@ impl Ledger {
                 }
             }
             EventType::SessionEndSeed => self.bracket = None,
-            EventType::Other(name) => match name.as_ref() {
+            EventType::Other(name) => match name.as_str() {
                 "compaction/start" => {
                     self.bracket = Some(OpenBracket {
                         seq,

@@ -51,8 +51,10 @@ pub enum EventType {
     SessionEndSeed,
     /// `todo/write` — the agent's todo list (latest wins).
     TodoWrite,
-    /// Any other type: a plugin event, known or unknown depending on the generation.
-    Other(Arc<str>),
+    /// Any other type: a plugin event, known or unknown depending on the generation. The
+    /// name sits behind a thin pointer so an `EventType` is 16 bytes, not 24: every loaded
+    /// event carries one.
+    Other(Arc<String>),
 }
 
 const CORE_TYPES: &[(&str, EventType)] = &[
@@ -81,9 +83,9 @@ impl EventType {
         }
         // Known plugin names share one allocation each; others get their own.
         let interned = interned_plugin_names();
-        match interned.binary_search_by(|name| name.as_ref().cmp(tag)) {
+        match interned.binary_search_by(|name| name.as_str().cmp(tag)) {
             Ok(index) => EventType::Other(interned[index].clone()),
-            Err(_) => EventType::Other(Arc::from(tag)),
+            Err(_) => EventType::Other(Arc::new(tag.to_owned())),
         }
     }
 
@@ -111,13 +113,16 @@ impl EventType {
 }
 
 /// Every plugin type name some generation knows, sorted, allocated once.
-fn interned_plugin_names() -> &'static [Arc<str>] {
-    static NAMES: std::sync::OnceLock<Vec<Arc<str>>> = std::sync::OnceLock::new();
+fn interned_plugin_names() -> &'static [Arc<String>] {
+    static NAMES: std::sync::OnceLock<Vec<Arc<String>>> = std::sync::OnceLock::new();
     NAMES.get_or_init(|| {
         let mut names: Vec<&str> = crate::generation::all_plugin_types().collect();
         names.sort_unstable();
         names.dedup();
-        names.into_iter().map(Arc::from).collect()
+        names
+            .into_iter()
+            .map(|name| Arc::new(name.to_owned()))
+            .collect()
     })
 }
 
@@ -572,7 +577,9 @@ mod tests {
     /// Every log holds one `Event` per line: its size is a per-event memory cost.
     #[test]
     #[cfg(target_pointer_width = "64")]
-    fn an_event_stays_at_120_bytes() {
-        assert_eq!(std::mem::size_of::<Event>(), 120);
+    fn an_event_stays_at_104_bytes() {
+        // With the 16 bytes `Arc` adds, 104 keeps an event in glibc's 128-byte size class (a
+        // million loaded events: 16 MB less than at 120 bytes).
+        assert_eq!(std::mem::size_of::<Event>(), 104);
     }
 }

@@ -88,7 +88,7 @@ impl Generation {
                 } else {
                     V0_PLUGIN_TYPES
                 };
-                list.binary_search(&name.as_ref()).is_ok()
+                list.binary_search(&name.as_str()).is_ok()
             }
             _ => true,
         }

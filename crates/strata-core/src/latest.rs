@@ -20,7 +20,7 @@ const N_CORE: usize = 15;
 pub(crate) struct Latest {
     core: [Option<Seq>; N_CORE],
     /// Other types, in order of first appearance; a log holds few distinct ones.
-    other: Vec<(Arc<str>, Seq)>,
+    other: Vec<(Arc<String>, Seq)>,
 }
 
 fn core_slot(event_type: &EventType) -> Option<usize> {
