@@ -483,12 +483,14 @@ pub fn check_stored_message(generation: Generation, raw: &RawEvent) -> Result<()
 }
 
 /// The envelope check of session-core §2.1; `None` means "invalid event envelope".
-pub(crate) fn decode_envelope(raw: RawEvent, generation: Generation) -> Option<Envelope> {
+pub(crate) fn decode_envelope(mut raw: RawEvent, generation: Generation) -> Option<Envelope> {
     if raw.malformed {
         return None;
     }
-    let tag = raw.event_type.as_ref()?.as_str()?;
-    let event_type = EventType::parse(tag);
+    let event_type = match raw.event_type.take()? {
+        crate::wire::TypeField::Tag(event_type) => event_type,
+        crate::wire::TypeField::Other(_) => return None,
+    };
     let seq = Seq::new(raw.seq_for(generation)?).ok()?;
     let time = raw.time_for(generation)?;
     let ignorable = match &raw.ignorable {

@@ -16,13 +16,13 @@ use serde_json::{Map, Value};
 
 use crate::data::Payload;
 
-use crate::event::{EnvelopeKey, Event, KeyOrder, SurfaceMeta};
+use crate::event::{EnvelopeKey, Event, EventType, KeyOrder, SurfaceMeta};
 use crate::generation::Generation;
 
 /// One event row as read from storage or built by a caller, not yet accepted.
 #[derive(Clone, Debug, Default)]
 pub struct RawEvent {
-    pub(crate) event_type: Option<Value>,
+    pub(crate) event_type: Option<TypeField>,
     pub(crate) seq: Option<Scalar>,
     pub(crate) time: Option<Scalar>,
     pub(crate) data: Option<Payload>,
@@ -92,7 +92,7 @@ impl RawEvent {
             ),
         };
         RawEvent {
-            event_type: Some(Value::from(event.event_type.as_str())),
+            event_type: Some(TypeField::Tag(event.event_type.clone())),
             seq: Some(Scalar::Number(event.seq.get() as f64)),
             time: Some(Scalar::Number(event.time as f64)),
             data: Some(Payload::Raw(event.data.raw().to_owned())),
@@ -107,7 +107,13 @@ impl RawEvent {
 
     fn set_field(&mut self, key: &str, value: Value) {
         let (slot, envelope_key) = match key {
-            "type" => (&mut self.event_type, EnvelopeKey::Type),
+            "type" => {
+                self.event_type = Some(TypeField::from_value(value));
+                if let Some(order) = &mut self.order {
+                    order.push(EnvelopeKey::Type);
+                }
+                return;
+            }
             "seq" | "time" => {
                 let scalar = Scalar::from_value(value);
                 if key == "seq" {
@@ -148,7 +154,10 @@ impl RawEvent {
 
     /// The `type` tag, when it is a string.
     pub fn type_tag(&self) -> Option<&str> {
-        self.event_type.as_ref().and_then(Value::as_str)
+        match self.event_type.as_ref()? {
+            TypeField::Tag(event_type) => Some(event_type.as_str()),
+            TypeField::Other(_) => None,
+        }
     }
 
     /// The `seq` value as written (numbers normalized to their double value).
@@ -271,7 +280,7 @@ impl RawEvent {
 
     /// Replaces `type` (read-side renames of older generations).
     pub fn set_type_tag(&mut self, tag: &str) {
-        self.event_type = Some(Value::from(tag));
+        self.event_type = Some(TypeField::Tag(EventType::parse(tag)));
     }
 
     /// Replaces `data`.
@@ -286,7 +295,12 @@ impl RawEvent {
         let order = self.order.unwrap_or(KeyOrder::CANONICAL);
         for key in order.keys() {
             let (name, value) = match key {
-                EnvelopeKey::Type => ("type", &self.event_type),
+                EnvelopeKey::Type => {
+                    if let Some(field) = &self.event_type {
+                        map.insert("type".to_owned(), field.to_value());
+                    }
+                    continue;
+                }
                 EnvelopeKey::Seq | EnvelopeKey::Time => {
                     let (name, scalar) = if key == EnvelopeKey::Seq {
                         ("seq", &self.seq)
@@ -352,6 +366,12 @@ impl<'de> Visitor<'de> for RawEventVisitor {
                         order.push(EnvelopeKey::Data);
                     }
                 }
+                KeyName::Known("type") => {
+                    raw.event_type = Some(map.next_value()?);
+                    if let Some(order) = &mut raw.order {
+                        order.push(EnvelopeKey::Type);
+                    }
+                }
                 KeyName::Known(name @ ("seq" | "time")) => {
                     let scalar: Scalar = map.next_value()?;
                     if name == "seq" {
@@ -404,6 +424,75 @@ impl<'de> Visitor<'de> for RawEventVisitor {
     fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<RawEvent, A::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
         Ok(not_an_object())
+    }
+}
+
+/// A row's `type` as read: a string is interned as its [`EventType`] while it is parsed (no
+/// allocation for the core types, which are nearly every row); anything else is kept as JSON
+/// for the envelope rule to reject.
+#[derive(Clone, Debug)]
+pub(crate) enum TypeField {
+    /// A string tag.
+    Tag(EventType),
+    /// A `type` that is not a string.
+    Other(Value),
+}
+
+impl TypeField {
+    fn from_value(value: Value) -> TypeField {
+        match value {
+            Value::String(tag) => TypeField::Tag(EventType::parse(&tag)),
+            other => TypeField::Other(other),
+        }
+    }
+
+    fn to_value(&self) -> Value {
+        match self {
+            TypeField::Tag(event_type) => Value::from(event_type.as_str()),
+            TypeField::Other(value) => value.clone(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for TypeField {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<TypeField, D::Error> {
+        deserializer.deserialize_any(TypeFieldVisitor)
+    }
+}
+
+struct TypeFieldVisitor;
+
+impl<'de> Visitor<'de> for TypeFieldVisitor {
+    type Value = TypeField;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an event type")
+    }
+
+    fn visit_str<E: de::Error>(self, tag: &str) -> Result<TypeField, E> {
+        Ok(TypeField::Tag(EventType::parse(tag)))
+    }
+    fn visit_bool<E: de::Error>(self, value: bool) -> Result<TypeField, E> {
+        Ok(TypeField::Other(Value::Bool(value)))
+    }
+    fn visit_i64<E: de::Error>(self, value: i64) -> Result<TypeField, E> {
+        Ok(TypeField::Other(Value::from(value)))
+    }
+    fn visit_u64<E: de::Error>(self, value: u64) -> Result<TypeField, E> {
+        Ok(TypeField::Other(Value::from(value)))
+    }
+    fn visit_f64<E: de::Error>(self, value: f64) -> Result<TypeField, E> {
+        Ok(TypeField::Other(Value::from(value)))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<TypeField, E> {
+        Ok(TypeField::Other(Value::Null))
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<TypeField, A::Error> {
+        Value::deserialize(de::value::SeqAccessDeserializer::new(seq)).map(TypeField::Other)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<TypeField, A::Error> {
+        // Also how an arbitrary-precision number arrives; `Value` knows its marker key.
+        Value::deserialize(de::value::MapAccessDeserializer::new(map)).map(TypeField::Other)
     }
 }
 
