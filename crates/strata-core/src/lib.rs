@@ -36,6 +36,7 @@ pub use header::{HeaderSpec, SessionHeader};
 pub use log::{EventSource, SourceError};
 pub use message::{project, Message};
 pub use pairing::{check_tool_pairing, PairingError};
+pub use precheck::PrecheckedRow;
 pub use repair::{
     interrupted_turn_closers, open_turn_closers, CloseCause, Closers, OpenCall, StoredTurnScan,
     TurnState,
@@ -71,6 +72,7 @@ mod latest;
 mod log;
 mod message;
 mod pairing;
+mod precheck;
 mod repair;
 mod request;
 mod rule;

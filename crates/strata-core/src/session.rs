@@ -35,6 +35,7 @@ use crate::latest::Latest;
 use crate::log::{EventSource, Log};
 use crate::message::{project, Message};
 use crate::payload::EndSeed;
+use crate::precheck::{Checked, PrecheckedRow};
 use crate::repair::{CloseCause, TurnState};
 use crate::request::canonical_header;
 use crate::rule::{AcceptError, Rule};
@@ -263,6 +264,22 @@ impl Session {
         })
     }
 
+    /// [`Session::restore`] (or, with `repair`, [`Session::restore_repaired`]) from rows whose
+    /// event-local rules already ran, on whatever threads decoded them
+    /// ([`PrecheckedRow::check`]): only contiguity and the rules relating each row to the
+    /// surface run here. Accepts and rejects exactly what the plain restore does, with the
+    /// same errors (see the `precheck` module).
+    pub fn restore_prechecked(
+        header: SessionHeader,
+        rows: impl IntoIterator<Item = PrecheckedRow>,
+        options: SeedOptions,
+        repair: Option<crate::repair::CloseCause>,
+    ) -> Result<Session, AcceptError> {
+        Session::restore_loaded(header, options, repair, |session| {
+            session.seed_prechecked(rows)
+        })
+    }
+
     fn restore_with(
         header: SessionHeader,
         events: impl IntoIterator<Item = RawEvent>,
@@ -372,6 +389,34 @@ impl Session {
                 accept_raw(&context, raw)?
             };
             self.commit_accepted(event, &plan);
+        }
+        Ok(())
+    }
+
+    fn seed_prechecked(
+        &mut self,
+        rows: impl IntoIterator<Item = PrecheckedRow>,
+    ) -> Result<(), AcceptError> {
+        for (index, row) in (0u64..).zip(rows) {
+            let context = Context {
+                generation: self.generation,
+                path: Path::Restore,
+                surface: &self.surface,
+                lookup: &self.log,
+                expected_seq: self.log.next_seq(),
+                index,
+            };
+            match row.0 {
+                Checked::Accepted(event) => {
+                    let plan = crate::accept::accept_existing(&context, &event)?;
+                    self.commit_shared(event, &plan);
+                }
+                Checked::Rejected(error) => return Err(error),
+                Checked::Deferred(raw) => {
+                    let (event, plan) = accept_raw(&context, raw)?;
+                    self.commit_accepted(event, &plan);
+                }
+            }
         }
         Ok(())
     }

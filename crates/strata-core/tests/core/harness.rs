@@ -37,7 +37,8 @@ use std::sync::Mutex;
 use serde_json::{json, Map, Value};
 use strata_core::{
     fold_surface, fold_window, fork_session, open_turn_closers, AcceptError, Candidate, CloseCause,
-    ForkMode, Generation, Message, RawEvent, SeedOptions, Seq, Session, SessionHeader,
+    ForkMode, Generation, Message, PrecheckedRow, RawEvent, SeedOptions, Seq, Session,
+    SessionHeader,
 };
 
 /// An entry path a log can take into the core.
@@ -742,10 +743,30 @@ fn run_path(path: Path, rows: &[String], show_events: bool) -> String {
         }
         Path::Restore => {
             let raws = raw_events(rows);
-            match Session::restore(header("case"), raws, SeedOptions::default()) {
+            let header = header("case");
+            let generation = header.generation();
+            let plain = match Session::restore(header.clone(), raws.clone(), SeedOptions::default())
+            {
                 Ok(session) => render_session(&session, show_events),
                 Err(error) => render_error(&error),
-            }
+            };
+            // The same log with its rows checked ahead (as a store's decoding threads do)
+            // must restore to the same session or fail with the same error.
+            let prechecked = raws
+                .into_iter()
+                .enumerate()
+                .map(|(index, raw)| PrecheckedRow::check(generation, index as u64, raw));
+            let ahead =
+                match Session::restore_prechecked(header, prechecked, SeedOptions::default(), None)
+                {
+                    Ok(session) => render_session(&session, show_events),
+                    Err(error) => render_error(&error),
+                };
+            assert_eq!(
+                ahead, plain,
+                "prechecked restore differs from the plain one"
+            );
+            plain
         }
         Path::Extend => {
             let mut session = Session::create(header("case")).expect("fresh session");

@@ -16,7 +16,9 @@
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
 use serde_json::{json, Value};
-use strata_core::{fold_surface, Candidate, EventType, RawEvent, Rule, SeedOptions, Seq, Session};
+use strata_core::{
+    fold_surface, Candidate, EventType, Generation, RawEvent, Rule, SeedOptions, Seq, Session,
+};
 
 use crate::harness::{assert_consistent, candidate, header, scratch_messages, Snapshot};
 
@@ -818,6 +820,14 @@ fn properties_repair_and_fork_at_any_cut_are_valid() {
         for cause in [CloseCause::Interrupted, CloseCause::Forked] {
             let repaired = Session::restore_repaired(header("r"), raws(prefix), cause, SeedOptions::default()).unwrap();
             assert_consistent(&repaired);
+            // Rows checked ahead (as a store's decoding threads do) repair the same way.
+            let ahead = raws(prefix)
+                .into_iter()
+                .enumerate()
+                .map(|(index, raw)| strata_core::PrecheckedRow::check(Generation::NATIVE, index as u64, raw));
+            let ahead = Session::restore_prechecked(header("r"), ahead, SeedOptions::default(), Some(cause)).unwrap();
+            prop_assert_eq!(ahead.events(), repaired.events());
+            prop_assert_eq!(ahead.surface(), repaired.surface());
             prop_assert!(open_turn_closers(repaired.events(), cause).is_empty());
             let again = Session::restore_repaired(header("r"), repaired.to_raw_events(), cause, SeedOptions::default()).unwrap();
             prop_assert_eq!(again.len(), repaired.len());

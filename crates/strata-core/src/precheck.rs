@@ -1,0 +1,94 @@
+//! Event-local acceptance of stored rows ahead of a restore, on any thread.
+//!
+//! Most of what accepting a stored row costs reads the row alone: its envelope, its payload's
+//! data and message shape rules, surface rules 2–4 (session-core §5.2). Only contiguity and the
+//! rules relating the row to the surface need the rows before it. A store that decodes rows on
+//! several threads runs [`PrecheckedRow::check`] there and hands the results, in log order, to
+//! [`Session::restore_prechecked`](crate::Session::restore_prechecked), which runs only what is
+//! left on the restoring thread.
+//!
+//! Invariants:
+//! - A restore from prechecked rows accepts exactly the logs [`Session::restore`] accepts and
+//!   rejects the others with the same error: a row's event-local rules run before its relational
+//!   ones in both, and the first failing row in log order is the one reported, however far
+//!   ahead of it a helper thread has checked.
+//! - A row is checked as the row at `index` of a log read from seq 0, the only place a full
+//!   restore meets it (so its contiguity check expects seq `index`).
+//! - v0/v1 logs interleave relational and local rules (docs/v0-rules.md), so their rows are not
+//!   checked ahead: [`PrecheckedRow::check`] defers them, and the restore runs every rule in
+//!   upstream's order.
+//!
+//! [`Session::restore`]: crate::Session::restore
+
+use std::sync::Arc;
+
+use crate::accept::{accept_row_local, Context, Path, Window};
+use crate::event::Event;
+use crate::generation::Generation;
+use crate::rule::AcceptError;
+use crate::seq::Seq;
+use crate::surface::SurfaceState;
+use crate::wire::RawEvent;
+
+/// A stored row after its event-local rules ran (or were deferred), ready for
+/// [`Session::restore_prechecked`](crate::Session::restore_prechecked).
+#[derive(Debug)]
+pub struct PrecheckedRow(pub(crate) Checked);
+
+#[derive(Debug)]
+pub(crate) enum Checked {
+    /// Passed every event-local rule under the log's generation.
+    Accepted(Arc<Event>),
+    /// Failed one; the restore reports it if it gets this far.
+    Rejected(AcceptError),
+    /// Not checked ahead (an older generation); the restore checks it in full.
+    Deferred(RawEvent),
+}
+
+impl PrecheckedRow {
+    /// Runs the event-local rules of `raw`, the row at `index` of a log of `generation` read
+    /// from seq 0.
+    pub fn check(generation: Generation, index: u64, raw: RawEvent) -> PrecheckedRow {
+        if generation.legacy_check_order() {
+            return PrecheckedRow(Checked::Deferred(raw));
+        }
+        let Ok(expected_seq) = Seq::new(index) else {
+            return PrecheckedRow(Checked::Deferred(raw));
+        };
+        let surface = SurfaceState::new();
+        let empty = Window {
+            base: Seq::ZERO,
+            events: &[],
+        };
+        let context = Context {
+            generation,
+            path: Path::Restore,
+            surface: &surface,
+            lookup: &empty,
+            expected_seq,
+            index,
+        };
+        match accept_row_local(&context, raw) {
+            Ok(event) => PrecheckedRow(Checked::Accepted(Arc::new(event))),
+            Err(error) => PrecheckedRow(Checked::Rejected(error)),
+        }
+    }
+
+    /// A row left for the restore to check in full.
+    pub fn deferred(raw: RawEvent) -> PrecheckedRow {
+        PrecheckedRow(Checked::Deferred(raw))
+    }
+
+    /// The row as a wire row again, for a reader that wanted rows rather than a restore (an
+    /// accepted event is re-encoded; a rejected row has no wire form left and gives its error).
+    pub fn into_raw(self) -> Result<RawEvent, AcceptError> {
+        match self.0 {
+            Checked::Accepted(event) => {
+                let generation = event.checked_under.unwrap_or(Generation::NATIVE);
+                Ok(RawEvent::from_event_in(&event, generation))
+            }
+            Checked::Rejected(error) => Err(error),
+            Checked::Deferred(raw) => Ok(raw),
+        }
+    }
+}
