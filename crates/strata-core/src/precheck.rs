@@ -39,10 +39,11 @@ pub struct PrecheckedRow(pub(crate) Checked);
 pub(crate) enum Checked {
     /// Passed every event-local rule under the log's generation.
     Accepted(Arc<Event>),
-    /// Failed one; the restore reports it if it gets this far.
-    Rejected(AcceptError),
+    /// Failed one; the restore reports it if it gets this far. (Boxed, like `Deferred`: the
+    /// common row is one pointer.)
+    Rejected(Box<AcceptError>),
     /// Not checked ahead (an older generation); the restore checks it in full.
-    Deferred(RawEvent),
+    Deferred(Box<RawEvent>),
 }
 
 impl PrecheckedRow {
@@ -50,10 +51,10 @@ impl PrecheckedRow {
     /// from seq 0.
     pub fn check(generation: Generation, index: u64, raw: RawEvent) -> PrecheckedRow {
         if generation.legacy_check_order() {
-            return PrecheckedRow(Checked::Deferred(raw));
+            return PrecheckedRow(Checked::Deferred(Box::new(raw)));
         }
         let Ok(expected_seq) = Seq::new(index) else {
-            return PrecheckedRow(Checked::Deferred(raw));
+            return PrecheckedRow(Checked::Deferred(Box::new(raw)));
         };
         let surface = SurfaceState::new();
         let empty = Window {
@@ -70,13 +71,13 @@ impl PrecheckedRow {
         };
         match accept_row_local(&context, raw) {
             Ok(event) => PrecheckedRow(Checked::Accepted(Arc::new(event))),
-            Err(error) => PrecheckedRow(Checked::Rejected(error)),
+            Err(error) => PrecheckedRow(Checked::Rejected(Box::new(error))),
         }
     }
 
     /// A row left for the restore to check in full.
     pub fn deferred(raw: RawEvent) -> PrecheckedRow {
-        PrecheckedRow(Checked::Deferred(raw))
+        PrecheckedRow(Checked::Deferred(Box::new(raw)))
     }
 
     /// The row as a wire row again, for a reader that wanted rows rather than a restore (an
@@ -87,8 +88,8 @@ impl PrecheckedRow {
                 let generation = event.checked_under.unwrap_or(Generation::NATIVE);
                 Ok(RawEvent::from_event_in(&event, generation))
             }
-            Checked::Rejected(error) => Err(error),
-            Checked::Deferred(raw) => Ok(raw),
+            Checked::Rejected(error) => Err(*error),
+            Checked::Deferred(raw) => Ok(*raw),
         }
     }
 }

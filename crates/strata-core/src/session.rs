@@ -411,9 +411,9 @@ impl Session {
                     let plan = crate::accept::accept_existing(&context, &event)?;
                     self.commit_shared(event, &plan);
                 }
-                Checked::Rejected(error) => return Err(error),
+                Checked::Rejected(error) => return Err(*error),
                 Checked::Deferred(raw) => {
-                    let (event, plan) = accept_raw(&context, raw)?;
+                    let (event, plan) = accept_raw(&context, *raw)?;
                     self.commit_accepted(event, &plan);
                 }
             }
