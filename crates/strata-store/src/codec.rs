@@ -65,12 +65,12 @@ impl Location {
         }
     }
 
-    fn with_file(mut self, file: Option<&Path>) -> Location {
+    pub(crate) fn with_file(mut self, file: Option<&Path>) -> Location {
         self.file = file.map(Path::to_path_buf);
         self
     }
 
-    fn with_seq(mut self, seq: Option<u64>) -> Location {
+    pub(crate) fn with_seq(mut self, seq: Option<u64>) -> Location {
         self.seq = seq;
         self
     }
@@ -345,6 +345,15 @@ pub fn encode_header_line(header: &SessionHeader, out: &mut Vec<u8>) -> Result<(
 /// unknown `ignorable` event, whose metadata is opaque and kept verbatim. Envelope and event
 /// rules are the core's to judge.
 pub fn decode_event_line(line: &[u8], location: &Location) -> Result<RawEvent, CodecError> {
+    decode_event_line_at(line, || location.clone())
+}
+
+/// [`decode_event_line`] building the location only for an error (a row that decodes costs no
+/// copy of the file name).
+pub(crate) fn decode_event_line_at(
+    line: &[u8],
+    location: impl Fn() -> Location,
+) -> Result<RawEvent, CodecError> {
     // One SIMD UTF-8 check of the whole line lets serde read it as a `str`, so the payload it
     // captures as raw text is not validated a second time (that was ~13 % of a scan). A line
     // that is not UTF-8 takes the byte path, for serde's own error and position.
@@ -353,16 +362,23 @@ pub fn decode_event_line(line: &[u8], location: &Location) -> Result<RawEvent, C
         Err(_) => RawEvent::from_json_slice(line),
     };
     let raw = parsed.map_err(|error| CodecError::Json {
-        location: location.clone(),
+        location: location(),
         detail: error.to_string(),
     })?;
-    expand_sources(raw, location)
+    expand_sources_at(raw, location)
 }
 
 /// Expands a range-encoded `sourceEventSeqs` in a decoded row (bounded by the row's own seq),
 /// leaving opaque metadata and rows without a valid seq as they are. Shared by every backend
 /// that stores the JSONL range encoding.
-pub fn expand_sources(mut raw: RawEvent, location: &Location) -> Result<RawEvent, CodecError> {
+pub fn expand_sources(raw: RawEvent, location: &Location) -> Result<RawEvent, CodecError> {
+    expand_sources_at(raw, || location.clone())
+}
+
+fn expand_sources_at(
+    mut raw: RawEvent,
+    location: impl Fn() -> Location,
+) -> Result<RawEvent, CodecError> {
     let row_seq = raw.seq_number();
     let Some(stored) = raw.source_event_seqs() else {
         return Ok(raw);
@@ -375,7 +391,7 @@ pub fn expand_sources(mut raw: RawEvent, location: &Location) -> Result<RawEvent
         return Ok(raw);
     };
     let seqs = decode_source_seqs(stored, seq).map_err(|source| CodecError::Sources {
-        location: location.clone().with_seq(Some(seq)),
+        location: location().with_seq(Some(seq)),
         source,
     })?;
     raw.set_source_event_seqs(Some(Value::Array(
@@ -655,42 +671,84 @@ impl<R: Read> JsonlReader<R> {
     }
 }
 
+/// One complete record as the line scanner found it, with the seq its row should carry.
+struct RecordAt<'r> {
+    file: Option<&'r Path>,
+    line: u64,
+    seq: u64,
+    offset: u64,
+    end_offset: u64,
+    bytes: &'r [u8],
+}
+
+impl<R: Read> JsonlReader<R> {
+    /// Hands the next complete record to `take(line, seq, bytes)` undecoded (the seq is the
+    /// one the row should carry: rows so far), for a reader that decodes elsewhere; `None` at
+    /// the end. The reader's bookkeeping (committed offset, torn tail) advances as with `next`.
+    pub fn next_record<T>(
+        &mut self,
+        take: impl FnOnce(u64, u64, &[u8]) -> T,
+    ) -> Option<Result<T, CodecError>> {
+        self.next_record_with(|record| take(record.line, record.seq, record.bytes))
+    }
+
+    fn next_record_with<T>(
+        &mut self,
+        take: impl FnOnce(RecordAt<'_>) -> T,
+    ) -> Option<Result<T, CodecError>> {
+        if self.done {
+            return None;
+        }
+        let seq = self.next_seq;
+        let taken = self
+            .lines
+            .next_with(|file, line, offset, end_offset, bytes| {
+                let record = RecordAt {
+                    file,
+                    line,
+                    seq,
+                    offset,
+                    end_offset,
+                    bytes,
+                };
+                (end_offset, take(record))
+            });
+        match taken {
+            Ok(Some((end_offset, value))) => {
+                self.committed = end_offset;
+                self.next_seq += 1;
+                Some(Ok(value))
+            }
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(error) => {
+                self.done = true;
+                Some(Err(error))
+            }
+        }
+    }
+}
+
 impl<R: Read> Iterator for JsonlReader<R> {
     type Item = Result<EventLine, CodecError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let expected = self.next_seq;
-        let decoded = self
-            .lines
-            .next_with(|file, line, offset, end_offset, bytes| {
-                let location = Location::line(line)
-                    .with_file(file)
-                    .with_seq(Some(expected));
-                let event = decode_event_line(bytes, &location);
-                (line, offset, end_offset, event)
-            });
-        let (line, offset, end_offset, event) = match decoded {
-            Ok(Some(found)) => found,
-            Ok(None) => {
-                self.done = true;
-                return None;
-            }
-            Err(error) => {
-                self.done = true;
-                return Some(Err(error));
-            }
-        };
-        self.committed = end_offset;
-        self.next_seq += 1;
-        Some(event.map(|event| EventLine {
-            line,
-            offset,
-            end_offset,
-            event,
-        }))
+        let decoded = self.next_record_with(|record| {
+            let location = || {
+                Location::line(record.line)
+                    .with_file(record.file)
+                    .with_seq(Some(record.seq))
+            };
+            decode_event_line_at(record.bytes, location).map(|event| EventLine {
+                line: record.line,
+                offset: record.offset,
+                end_offset: record.end_offset,
+                event,
+            })
+        });
+        decoded.map(|result| result.and_then(|row| row))
     }
 }
 

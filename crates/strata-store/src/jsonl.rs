@@ -29,14 +29,17 @@ use std::sync::Arc;
 use strata_core::json::non_negative_safe_integer;
 use strata_core::{Event, Generation, RawEvent, SessionHeader};
 
-use crate::codec::{encode_event_line, encode_header_line, EventLine, JsonlReader, ReaderOptions};
+use crate::codec::{
+    decode_event_line_at, encode_event_line, encode_header_line, JsonlReader, Location,
+    ReaderOptions,
+};
+use crate::decode_pool::{DecodePool, RecordBatch};
 use crate::error::StoreError;
 use crate::frames::scan_frames;
 use crate::layout::{encode_segment, parse_session_file_name, project_key, session_file_name};
 use crate::lines::DEFAULT_MAX_RECORD_LEN;
 use crate::lock::{SessionLock, LOCK_FILE_NAME};
 use crate::memory::sort_newest_first;
-use crate::prefetch::Prefetch;
 use crate::store::ensure_read_to_end;
 use crate::store::{
     Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream, StoredLog, TornInfo,
@@ -603,17 +606,19 @@ pub(crate) struct JsonlRows {
     source: Source,
     path: PathBuf,
     file_len: u64,
-    /// Whether rows must carry seqs `0, 1, 2, …` (store reads). A file read for a tool leaves
-    /// seqs to the core, which reports a gap with its own rule and upstream's message.
-    check_seqs: bool,
-    next_seq: u64,
+    /// Decodes records; a copy of `path` that helper threads can own.
+    decoder: RowDecoder,
     done: bool,
     torn: Option<TornInfo>,
 }
 
 impl JsonlRows {
     /// Opens `path` (raw, or zstd when `zstd`) and reads its header.
-    fn open(path: &Path, zstd: bool, max_record_len: usize) -> Result<JsonlRows, StoreError> {
+    pub(crate) fn open(
+        path: &Path,
+        zstd: bool,
+        max_record_len: usize,
+    ) -> Result<JsonlRows, StoreError> {
         let options = ReaderOptions {
             file: Some(path.to_path_buf()),
             max_record_len,
@@ -649,25 +654,27 @@ impl JsonlRows {
             source,
             path: path.to_path_buf(),
             file_len,
-            check_seqs: true,
-            next_seq: 0,
+            decoder: RowDecoder {
+                path: Arc::from(path),
+                check_seqs: true,
+            },
             done: false,
             torn: None,
         })
     }
 
-    fn header(&self) -> &SessionHeader {
+    pub(crate) fn header(&self) -> &SessionHeader {
         match &self.source {
             Source::Raw(reader) => reader.header(),
             Source::Zstd(reader) => reader.header(),
         }
     }
 
-    /// The rows as a stream, decoded ahead on a helper thread (see `prefetch`).
+    /// The rows as a stream, decoded in parallel on helper threads (see `decode_pool`).
     fn into_stream(self) -> LogStream<'static> {
         let header = self.header().clone();
         let location = self.path.display().to_string();
-        LogStream::new(header, location, Some(2), Prefetch::start(self))
+        LogStream::new(header, location, Some(2), DecodePool::new(self))
     }
 
     /// Records what the read left unread at the end of the file.
@@ -698,6 +705,84 @@ impl JsonlRows {
     }
 }
 
+impl JsonlRows {
+    /// Reads the next complete record undecoded into `batch` (for the decode pool); `None` at
+    /// the end of the file, after recording its torn tail.
+    pub(crate) fn next_record_into(
+        &mut self,
+        batch: &mut RecordBatch,
+    ) -> Option<Result<(), StoreError>> {
+        if self.done {
+            return None;
+        }
+        let item = match &mut self.source {
+            Source::Raw(reader) => reader
+                .next_record(|line, seq, bytes| batch.push(line, seq, bytes))
+                .map(|item| item.map_err(StoreError::from)),
+            Source::Zstd(reader) => reader
+                .next_record(|line, seq, bytes| batch.push(line, seq, bytes))
+                .map(|item| {
+                    item.map_err(|error| zstd_error(&self.path, reader.get_ref().failure(), error))
+                }),
+        };
+        match item {
+            None => self.finish().err().map(Err),
+            Some(Err(error)) => {
+                self.done = true;
+                Some(Err(error))
+            }
+            Some(Ok(())) => Some(Ok(())),
+        }
+    }
+
+    /// The log file, for messages.
+    pub(crate) fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    /// How this log's records become rows, for whichever thread decodes them.
+    pub(crate) fn decoder(&self) -> RowDecoder {
+        self.decoder.clone()
+    }
+}
+
+/// Turns one record of a log into the row [`JsonlRows`] yields: decoded, and (for store reads)
+/// required to carry the seq of its position. The same on the reading thread and in the decode
+/// pool, so both report a bad record with the same error.
+#[derive(Clone)]
+pub(crate) struct RowDecoder {
+    path: Arc<Path>,
+    /// Whether rows must carry seqs `0, 1, 2, …` (store reads). A file read for a tool leaves
+    /// seqs to the core, which reports a gap with its own rule and upstream's message.
+    check_seqs: bool,
+}
+
+impl RowDecoder {
+    /// Decodes the record on `line`, the row that should carry `seq`.
+    pub(crate) fn decode(&self, line: u64, seq: u64, bytes: &[u8]) -> Result<RawEvent, StoreError> {
+        let location = || {
+            Location::line(line)
+                .with_file(Some(&self.path))
+                .with_seq(Some(seq))
+        };
+        let event = decode_event_line_at(bytes, location)?;
+        if self.check_seqs && event.seq_number() != Some(seq) {
+            return Err(StoreError::Corrupt {
+                location: self.path.display().to_string(),
+                line: Some(line),
+                seq: Some(seq),
+                detail: format!(
+                    "seq out of order: expected {seq}, found {}",
+                    event
+                        .seq_value()
+                        .map_or_else(|| "none".to_owned(), |value| value.to_string())
+                ),
+            });
+        }
+        Ok(event)
+    }
+}
+
 impl Iterator for JsonlRows {
     type Item = Result<RawEvent, StoreError>;
 
@@ -705,37 +790,25 @@ impl Iterator for JsonlRows {
         if self.done {
             return None;
         }
+        let decoder = &self.decoder;
         let item = match &mut self.source {
-            Source::Raw(reader) => reader.next().map(|item| item.map_err(StoreError::from)),
-            Source::Zstd(reader) => reader.next().map(|item| {
-                item.map_err(|error| zstd_error(&self.path, reader.get_ref().failure(), error))
-            }),
+            Source::Raw(reader) => reader
+                .next_record(|line, seq, bytes| decoder.decode(line, seq, bytes))
+                .map(|item| item.map_err(StoreError::from)),
+            Source::Zstd(reader) => reader
+                .next_record(|line, seq, bytes| decoder.decode(line, seq, bytes))
+                .map(|item| {
+                    item.map_err(|error| zstd_error(&self.path, reader.get_ref().failure(), error))
+                }),
         };
-        let EventLine { line, event, .. } = match item {
-            None => return self.finish().err().map(Err),
-            Some(Err(error)) => {
+        match item {
+            None => self.finish().err().map(Err),
+            Some(Ok(Ok(event))) => Some(Ok(event)),
+            Some(Err(error)) | Some(Ok(Err(error))) => {
                 self.done = true;
-                return Some(Err(error));
+                Some(Err(error))
             }
-            Some(Ok(line)) => line,
-        };
-        let expected = self.next_seq;
-        if self.check_seqs && event.seq_number() != Some(expected) {
-            self.done = true;
-            return Some(Err(StoreError::Corrupt {
-                location: self.path.display().to_string(),
-                line: Some(line),
-                seq: Some(expected),
-                detail: format!(
-                    "seq out of order: expected {expected}, found {}",
-                    event
-                        .seq_value()
-                        .map_or_else(|| "none".to_owned(), |value| value.to_string())
-                ),
-            }));
         }
-        self.next_seq += 1;
-        Some(Ok(event))
     }
 }
 
@@ -1250,7 +1323,7 @@ pub fn is_zstd_file(path: &Path) -> Result<bool, StoreError> {
 pub fn scan_log(path: &Path) -> Result<LogStream<'static>, StoreError> {
     let zstd = is_zstd_file(path)?;
     let mut rows = JsonlRows::open(path, zstd, DEFAULT_MAX_RECORD_LEN)?;
-    rows.check_seqs = false;
+    rows.decoder.check_seqs = false;
     Ok(rows.into_stream())
 }
 

@@ -72,6 +72,7 @@ pub struct ReadmeDoctests;
 
 mod checkpoint;
 mod codec;
+mod decode_pool;
 mod error;
 mod frames;
 mod index;

@@ -44,8 +44,8 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use strata_core::{
-    fork_session, Checkpoint, CloseCause, Event, EventSource, ForkErrorCode, ForkMode, RawEvent,
-    ResumeError, SeedOptions, Session, SessionHeader,
+    fork_session, Checkpoint, CloseCause, Event, EventSource, ForkErrorCode, ForkMode, Generation,
+    PrecheckedRow, RawEvent, ResumeError, SeedOptions, Session, SessionHeader,
 };
 
 use crate::codec::encode_event_line;
@@ -94,6 +94,18 @@ pub trait EventRows: Iterator<Item = Result<RawEvent, StoreError>> + Send {
     /// JSONL, rows for SQLite), for progress reports; `None` when the backend cannot tell.
     fn progress(&self) -> Option<(u64, u64)> {
         None
+    }
+
+    /// The next row with the core's event-local rules already run, for a restore from seq 0
+    /// of a log of `generation` ([`Session::restore_prechecked`]). Rows that decode on helper
+    /// threads check there (`decode_pool`); by default the row is left for the restore to
+    /// check in full.
+    fn next_prechecked(
+        &mut self,
+        generation: Generation,
+    ) -> Option<Result<PrecheckedRow, StoreError>> {
+        let _ = generation;
+        self.next().map(|row| row.map(PrecheckedRow::deferred))
     }
 }
 
@@ -231,6 +243,22 @@ impl<'a> LogStream<'a> {
             location: self.location,
             first_line: self.first_line,
         })
+    }
+}
+
+impl LogStream<'_> {
+    /// The next row checked ahead for a restore ([`EventRows::next_prechecked`]); only for a
+    /// stream from seq 0.
+    fn next_prechecked(&mut self) -> Option<Result<PrecheckedRow, StoreError>> {
+        if self.first_seq != 0 {
+            // Rows after a checkpoint are not at their index from 0: the restore checks them.
+            return self.next().map(|row| row.map(PrecheckedRow::deferred));
+        }
+        let item = self.rows.next_prechecked(self.header.generation());
+        if let Some(Ok(_)) = item {
+            self.n_read += 1;
+        }
+        item
     }
 }
 
@@ -758,6 +786,7 @@ pub fn restore_stream(
             let rows = UntilError {
                 stream: &mut *stream,
                 failure: &mut failure,
+                pull: <LogStream<'_> as Iterator>::next,
             };
             match repair {
                 Some(cause) => Session::resume_repaired(
@@ -786,14 +815,14 @@ pub fn restore_stream(
         });
     }
     let restored = {
+        // Rows come with their event-local rules already run where the backend decodes on
+        // helper threads; the restore runs the rest (same results as `Session::restore`).
         let rows = UntilError {
             stream: &mut *stream,
             failure: &mut failure,
+            pull: LogStream::next_prechecked,
         };
-        match repair {
-            Some(cause) => Session::restore_repaired(header, rows, cause, options),
-            None => Session::restore(header, rows, options),
-        }
+        Session::restore_prechecked(header, rows, options, repair)
     };
     if let Some(error) = failure {
         return Err(error);
@@ -808,20 +837,22 @@ pub fn restore_stream(
     })
 }
 
-/// The rows of a stream up to its first error, which is parked in `failure`.
-struct UntilError<'s, 'a> {
+/// The rows of a stream up to its first error, which is parked in `failure`; `pull` takes
+/// the next row (as wire rows, or checked ahead).
+struct UntilError<'s, 'a, T> {
     stream: &'s mut LogStream<'a>,
     failure: &'s mut Option<StoreError>,
+    pull: fn(&mut LogStream<'a>) -> Option<Result<T, StoreError>>,
 }
 
-impl Iterator for UntilError<'_, '_> {
-    type Item = RawEvent;
+impl<T> Iterator for UntilError<'_, '_, T> {
+    type Item = T;
 
-    fn next(&mut self) -> Option<RawEvent> {
+    fn next(&mut self) -> Option<T> {
         if self.failure.is_some() {
             return None;
         }
-        match self.stream.next()? {
+        match (self.pull)(self.stream)? {
             Ok(row) => Some(row),
             Err(error) => {
                 *self.failure = Some(error);

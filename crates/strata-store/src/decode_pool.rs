@@ -1,0 +1,359 @@
+//! Parallel decoding of a JSONL log: one thread reads and splits records, a pool of threads
+//! decodes them (and, for a restore, runs the core's event-local rules on them), and the
+//! caller receives the rows in log order.
+//!
+//! A full load is mostly per-row work that needs no other row: JSON decoding, the payload's
+//! copy, the data and shape rules. One reading thread could not keep up with that (it was the
+//! bottleneck of `Store::load`, the restoring thread idle a third of the time); here it only
+//! reads (and decompresses) and hands batches of raw records to the decoders, round-robin.
+//!
+//! Invariants:
+//! - Rows arrive in log order, exactly as the sequential [`JsonlRows`] yields them, errors
+//!   included: batch `k` goes to decoder `k mod n` and the consumer takes batch `k` from it, so
+//!   order never depends on thread timing. The first error is the last row; a decoder may have
+//!   decoded rows past it, which are dropped unseen.
+//! - What the reader reports (an I/O error, an oversized record, the end and its torn tail)
+//!   travels as the next batch in sequence, so it arrives after every row before it.
+//! - Memory stays bounded: each decoder holds at most [`JOBS_IN_FLIGHT`] batches of at most
+//!   [`BATCH_BYTES`] and has at most [`RESULTS_IN_FLIGHT`] results waiting.
+//! - Dropping the consumer stops every thread at its next send or receive; no thread holds a
+//!   lock, and none outlives the rows it could still deliver.
+//! - The mode (wire rows, or rows checked ahead for a restore) is fixed by the first pull;
+//!   a later pull of the other kind converts (a checked row back to its wire form).
+
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::thread;
+
+use strata_core::{Generation, PrecheckedRow, RawEvent};
+
+use crate::error::StoreError;
+use crate::jsonl::{JsonlRows, RowDecoder};
+use crate::store::{EventRows, TornInfo};
+
+/// Plaintext bytes per batch: large enough to amortize two channel hops, small enough that the
+/// first rows arrive at once.
+const BATCH_BYTES: usize = 256 * 1024;
+
+/// Records per batch at most (a log of tiny records still hands out batches often).
+const BATCH_RECORDS: usize = 1024;
+
+/// Batches a decoder may have queued.
+const JOBS_IN_FLIGHT: usize = 2;
+
+/// Decoded batches a decoder may have waiting for the consumer.
+const RESULTS_IN_FLIGHT: usize = 2;
+
+/// Decoders at most, whatever the machine offers.
+const MAX_DECODERS: usize = 4;
+
+/// Complete records copied out of the reader's buffer, for a decoder to own.
+#[derive(Default)]
+pub(crate) struct RecordBatch {
+    bytes: Vec<u8>,
+    /// `(line, seq, end)`: a record ends at `end` in `bytes` and starts where the previous ends.
+    records: Vec<(u64, u64, usize)>,
+}
+
+impl RecordBatch {
+    /// Appends one record.
+    pub(crate) fn push(&mut self, line: u64, seq: u64, bytes: &[u8]) {
+        self.bytes.extend_from_slice(bytes);
+        self.records.push((line, seq, self.bytes.len()));
+    }
+
+    fn is_full(&self) -> bool {
+        self.bytes.len() >= BATCH_BYTES || self.records.len() >= BATCH_RECORDS
+    }
+}
+
+/// What a decoder produces from a record.
+// A batch holds rows of one kind, so the size difference costs nothing; boxing the wire row
+// would cost a scan one allocation per row.
+#[allow(clippy::large_enum_variant)]
+enum Decoded {
+    Raw(RawEvent),
+    Checked(PrecheckedRow),
+}
+
+#[derive(Clone, Copy)]
+enum Mode {
+    Raw,
+    Checked(Generation),
+}
+
+/// From the reader to a decoder, in sequence.
+enum Job {
+    Records(RecordBatch, Option<(u64, u64)>),
+    Failed(StoreError),
+    End(Option<TornInfo>, Option<(u64, u64)>),
+}
+
+/// From a decoder to the consumer, in sequence.
+enum Done {
+    Rows(Vec<Result<Decoded, StoreError>>, Option<(u64, u64)>),
+    End(Option<TornInfo>, Option<(u64, u64)>),
+}
+
+/// The rows of a JSONL log, decoded by a pool of threads (started by the first pull).
+pub(crate) struct DecodePool {
+    /// The log file, for messages.
+    location: String,
+    state: State,
+    progress: Option<(u64, u64)>,
+    torn: Option<TornInfo>,
+}
+
+enum State {
+    Idle(Box<JsonlRows>),
+    Running(Running),
+    /// Threads could not be started: the rows are read here, one at a time.
+    Sequential(Box<JsonlRows>),
+    Ended,
+}
+
+struct Running {
+    mode: Mode,
+    results: Vec<Receiver<Done>>,
+    /// Invariant: the decoder whose batch comes next.
+    turn: usize,
+    current: std::vec::IntoIter<Result<Decoded, StoreError>>,
+}
+
+impl DecodePool {
+    /// The rows of `rows`, to be decoded in parallel once pulled.
+    pub(crate) fn new(rows: JsonlRows) -> DecodePool {
+        DecodePool {
+            location: rows.location(),
+            progress: rows.progress(),
+            state: State::Idle(Box::new(rows)),
+            torn: None,
+        }
+    }
+
+    fn start(&mut self, mode: Mode) {
+        let State::Idle(rows) = std::mem::replace(&mut self.state, State::Ended) else {
+            return;
+        };
+        let n_decoders = thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, MAX_DECODERS);
+        let decoder = rows.decoder();
+        let mut jobs = Vec::with_capacity(n_decoders);
+        let mut results = Vec::with_capacity(n_decoders);
+        let mut workers = Vec::with_capacity(n_decoders);
+        for index in 0..n_decoders {
+            let (job_sender, job_receiver) = sync_channel(JOBS_IN_FLIGHT);
+            let (done_sender, done_receiver) = sync_channel(RESULTS_IN_FLIGHT);
+            let decoder = decoder.clone();
+            let spawned = thread::Builder::new()
+                .name(format!("strata-decode-{index}"))
+                .spawn(move || decode_jobs(&decoder, mode, &job_receiver, &done_sender));
+            match spawned {
+                Ok(worker) => workers.push(worker),
+                Err(_) => break,
+            }
+            jobs.push(job_sender);
+            results.push(done_receiver);
+        }
+        if jobs.is_empty() {
+            self.state = State::Sequential(rows);
+            return;
+        }
+        let spawned = thread::Builder::new()
+            .name("strata-read".into())
+            .spawn(move || read_records(*rows, &jobs));
+        match spawned {
+            Ok(_) => {
+                self.state = State::Running(Running {
+                    mode,
+                    results,
+                    turn: 0,
+                    current: Vec::new().into_iter(),
+                });
+            }
+            Err(error) => {
+                // No reader: report it as the only row rather than hang (the decoders end as
+                // their job senders are dropped with the closure).
+                let row = Err(StoreError::io("start a reader thread for", "", error));
+                self.state = State::Running(Running {
+                    mode,
+                    results: Vec::new(),
+                    turn: 0,
+                    current: vec![row].into_iter(),
+                });
+            }
+        }
+    }
+
+    fn pull(&mut self, mode: Mode) -> Option<Result<Decoded, StoreError>> {
+        if matches!(self.state, State::Idle(_)) {
+            self.start(mode);
+        }
+        loop {
+            let running = match &mut self.state {
+                State::Running(running) => running,
+                State::Sequential(rows) => {
+                    // Rows read here are left for the restore to check in full.
+                    let row = rows.next();
+                    self.progress = rows.progress();
+                    if row.is_none() {
+                        self.torn = rows.torn();
+                    }
+                    return row.map(|row| row.map(Decoded::Raw));
+                }
+                State::Idle(_) | State::Ended => return None,
+            };
+            if let Some(row) = running.current.next() {
+                if row.is_err() {
+                    // The first error is the last row: stop the threads, drop what they
+                    // decoded past it.
+                    self.state = State::Ended;
+                }
+                return Some(row);
+            }
+            let Some(receiver) = running.results.get(running.turn) else {
+                self.state = State::Ended;
+                return None;
+            };
+            match receiver.recv() {
+                Ok(Done::Rows(rows, progress)) => {
+                    self.progress = progress;
+                    running.current = rows.into_iter();
+                    running.turn = (running.turn + 1) % running.results.len();
+                }
+                Ok(Done::End(torn, progress)) => {
+                    self.torn = torn;
+                    self.progress = progress;
+                    self.state = State::Ended;
+                }
+                // A decoder stopped without an end (it cannot, short of a panic): end here
+                // rather than hang.
+                Err(_) => self.state = State::Ended,
+            }
+        }
+    }
+
+    fn mode(&self, wanted: Mode) -> Mode {
+        match &self.state {
+            State::Running(running) => running.mode,
+            _ => wanted,
+        }
+    }
+}
+
+/// The reader thread: splits the log into batches of records, dealt to the decoders in turn.
+fn read_records(mut rows: JsonlRows, jobs: &[SyncSender<Job>]) {
+    let mut turn = 0;
+    let mut send = |job: Job| {
+        let sent = jobs[turn].send(job).is_ok();
+        turn = (turn + 1) % jobs.len();
+        sent
+    };
+    let mut batch = RecordBatch::default();
+    loop {
+        match rows.next_record_into(&mut batch) {
+            Some(Ok(())) => {
+                if batch.is_full() {
+                    let full = std::mem::take(&mut batch);
+                    if !send(Job::Records(full, rows.progress())) {
+                        return;
+                    }
+                }
+            }
+            Some(Err(error)) => {
+                if !batch.records.is_empty()
+                    && !send(Job::Records(std::mem::take(&mut batch), rows.progress()))
+                {
+                    return;
+                }
+                let _ = send(Job::Failed(error));
+                return;
+            }
+            None => {
+                if !batch.records.is_empty()
+                    && !send(Job::Records(std::mem::take(&mut batch), rows.progress()))
+                {
+                    return;
+                }
+                let _ = send(Job::End(rows.torn(), rows.progress()));
+                return;
+            }
+        }
+    }
+}
+
+/// A decoder thread: decodes its batches in the order it receives them.
+fn decode_jobs(decoder: &RowDecoder, mode: Mode, jobs: &Receiver<Job>, done: &SyncSender<Done>) {
+    while let Ok(job) = jobs.recv() {
+        let (result, last) = match job {
+            Job::Records(batch, progress) => {
+                let mut rows = Vec::with_capacity(batch.records.len());
+                let mut start = 0;
+                for &(line, seq, end) in &batch.records {
+                    let row = decoder
+                        .decode(line, seq, &batch.bytes[start..end])
+                        .map(|raw| match mode {
+                            Mode::Raw => Decoded::Raw(raw),
+                            Mode::Checked(generation) => {
+                                Decoded::Checked(PrecheckedRow::check(generation, seq, raw))
+                            }
+                        });
+                    start = end;
+                    let failed = row.is_err();
+                    rows.push(row);
+                    if failed {
+                        break;
+                    }
+                }
+                let failed = rows.last().is_some_and(Result::is_err);
+                (Done::Rows(rows, progress), failed)
+            }
+            Job::Failed(error) => (Done::Rows(vec![Err(error)], None), true),
+            Job::End(torn, progress) => (Done::End(torn, progress), true),
+        };
+        if done.send(result).is_err() || last {
+            return;
+        }
+    }
+}
+
+impl Iterator for DecodePool {
+    type Item = Result<RawEvent, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let row = self.pull(self.mode(Mode::Raw))?;
+        Some(row.and_then(|decoded| match decoded {
+            Decoded::Raw(raw) => Ok(raw),
+            Decoded::Checked(checked) => checked.into_raw().map_err(|error| StoreError::Corrupt {
+                location: self.location.clone(),
+                line: None,
+                seq: error.seq,
+                detail: error.to_string(),
+            }),
+        }))
+    }
+}
+
+impl EventRows for DecodePool {
+    fn torn(&self) -> Option<TornInfo> {
+        self.torn
+    }
+
+    fn progress(&self) -> Option<(u64, u64)> {
+        self.progress
+    }
+
+    fn next_prechecked(
+        &mut self,
+        generation: Generation,
+    ) -> Option<Result<PrecheckedRow, StoreError>> {
+        let row = self.pull(self.mode(Mode::Checked(generation)))?;
+        Some(row.map(|decoded| match decoded {
+            Decoded::Raw(raw) => PrecheckedRow::deferred(raw),
+            Decoded::Checked(checked) => checked,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,157 @@
+//! The pool yields what the sequential reader yields, in order, errors and torn tails included,
+//! over logs several batches long.
+
+use std::path::{Path, PathBuf};
+
+use strata_core::synth::{generate, SynthConfig};
+use strata_core::{Generation, RawEvent, SeedOptions, Session};
+
+use super::DecodePool;
+use crate::codec::{encode_event_line, encode_header_line};
+use crate::error::StoreError;
+use crate::jsonl::JsonlRows;
+use crate::lines::DEFAULT_MAX_RECORD_LEN;
+use crate::store::EventRows;
+
+/// A V3 log of about `n_events` synthetic events (several pool batches), as file bytes.
+fn log_bytes(n_events: u64) -> (Vec<u8>, usize) {
+    let session = generate(&SynthConfig {
+        events: n_events,
+        id: "pool".to_owned(),
+        ..SynthConfig::default()
+    })
+    .unwrap();
+    let mut bytes = Vec::new();
+    encode_header_line(session.header(), &mut bytes).unwrap();
+    for event in session.events() {
+        encode_event_line(event, &mut bytes);
+    }
+    (bytes, session.events().len())
+}
+
+fn write(dir: &Path, bytes: &[u8]) -> PathBuf {
+    let path = dir.join("session.v3.jsonl");
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+fn sequential(path: &Path) -> (Vec<Result<RawEvent, String>>, JsonlRows) {
+    let mut rows = JsonlRows::open(path, false, DEFAULT_MAX_RECORD_LEN).unwrap();
+    let read = rows
+        .by_ref()
+        .map(|row| row.map_err(|error| error.to_string()))
+        .collect();
+    (read, rows)
+}
+
+fn pooled(path: &Path) -> (Vec<Result<RawEvent, String>>, DecodePool) {
+    let mut pool = DecodePool::new(JsonlRows::open(path, false, DEFAULT_MAX_RECORD_LEN).unwrap());
+    let read = pool
+        .by_ref()
+        .map(|row| row.map_err(|error: StoreError| error.to_string()))
+        .collect();
+    (read, pool)
+}
+
+fn values(rows: &[Result<RawEvent, String>]) -> Vec<Result<serde_json::Value, String>> {
+    rows.iter()
+        .map(|row| row.as_ref().map(RawEvent::to_value).map_err(Clone::clone))
+        .collect()
+}
+
+#[test]
+fn rows_arrive_in_order_as_the_sequential_reader_yields_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, n_events) = log_bytes(6_000);
+    assert!(bytes.len() > 4 * super::BATCH_BYTES, "several batches");
+    let path = write(dir.path(), &bytes);
+    let (expected, rows) = sequential(&path);
+    let (read, pool) = pooled(&path);
+    assert_eq!(read.len(), n_events);
+    assert_eq!(values(&read), values(&expected));
+    assert_eq!(pool.torn(), rows.torn());
+    assert_eq!(pool.progress(), rows.progress());
+}
+
+#[test]
+fn a_bad_record_in_a_later_batch_ends_the_rows_there_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, _) = log_bytes(6_000);
+    let lines: Vec<&[u8]> = bytes.split_inclusive(|&byte| byte == b'\n').collect();
+    for bad_line in [3_usize, 1_500, 4_321, lines.len()] {
+        let mut damaged = Vec::new();
+        for (index, line) in lines.iter().enumerate() {
+            if index + 1 == bad_line {
+                damaged.extend_from_slice(b"{\"type\":\n");
+            } else {
+                damaged.extend_from_slice(line);
+            }
+        }
+        let path = write(dir.path(), &damaged);
+        let (expected, _) = sequential(&path);
+        let (read, mut pool) = pooled(&path);
+        assert_eq!(
+            read.len(),
+            bad_line - 1,
+            "rows before line {bad_line}, then its error"
+        );
+        assert_eq!(values(&read), values(&expected));
+        let error = read.last().unwrap().as_ref().unwrap_err();
+        assert!(error.contains(&format!("line {bad_line}")), "{error}");
+        assert!(pool.next().is_none(), "nothing after the first error");
+    }
+}
+
+#[test]
+fn a_torn_tail_is_reported_after_the_last_complete_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut bytes, n_events) = log_bytes(3_000);
+    bytes.extend_from_slice(b"{\"type\":\"user/message\",\"seq\":");
+    let path = write(dir.path(), &bytes);
+    let (expected, rows) = sequential(&path);
+    let (read, pool) = pooled(&path);
+    assert_eq!(read.len(), n_events);
+    assert_eq!(values(&read), values(&expected));
+    assert!(pool.torn().is_some());
+    assert_eq!(pool.torn(), rows.torn());
+}
+
+#[test]
+fn rows_checked_ahead_restore_the_same_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, n_events) = log_bytes(6_000);
+    let path = write(dir.path(), &bytes);
+    let rows = JsonlRows::open(&path, false, DEFAULT_MAX_RECORD_LEN).unwrap();
+    let header = rows.header().clone();
+    let (expected, _) = sequential(&path);
+    let plain = Session::restore(
+        header.clone(),
+        expected.into_iter().map(Result::unwrap),
+        SeedOptions::default(),
+    )
+    .unwrap();
+    let mut pool = DecodePool::new(rows);
+    let mut checked = Vec::new();
+    while let Some(row) = pool.next_prechecked(Generation::V3) {
+        checked.push(row.unwrap());
+    }
+    assert_eq!(checked.len(), n_events);
+    let ahead = Session::restore_prechecked(header, checked, SeedOptions::default(), None).unwrap();
+    assert_eq!(ahead.events(), plain.events());
+    assert_eq!(ahead.surface(), plain.surface());
+}
+
+#[test]
+fn dropping_the_rows_part_way_stops_the_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, _) = log_bytes(6_000);
+    let path = write(dir.path(), &bytes);
+    for taken in [0, 1, 1_500] {
+        let mut pool =
+            DecodePool::new(JsonlRows::open(&path, false, DEFAULT_MAX_RECORD_LEN).unwrap());
+        for _ in 0..taken {
+            pool.next().unwrap().unwrap();
+        }
+        drop(pool); // must not hang: every thread ends at its next send or receive
+    }
+}
