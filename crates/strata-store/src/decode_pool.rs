@@ -1,6 +1,6 @@
-//! Parallel decoding of a JSONL log: one thread reads and splits records, a pool of threads
-//! decodes them (and, for a restore, runs the core's event-local rules on them), and the
-//! caller receives the rows in log order.
+//! Parallel decoding of a stored log: one thread reads records (JSONL lines, or SQLite rows
+//! rebuilt as their JSONL lines), a pool of threads decodes them (and, for a restore, runs the
+//! core's event-local rules on them), and the caller receives the rows in log order.
 //!
 //! A full load is mostly per-row work that needs no other row: JSON decoding, the payload's
 //! copy, the data and shape rules. One reading thread could not keep up with that (it was the
@@ -8,8 +8,8 @@
 //! reads (and decompresses) and hands batches of raw records to the decoders, round-robin.
 //!
 //! Invariants:
-//! - Rows arrive in log order, exactly as the sequential [`JsonlRows`] yields them, errors
-//!   included: batch `k` goes to decoder `k mod n` and the consumer takes batch `k` from it, so
+//! - Rows arrive in log order, exactly as the source's own sequential reading yields them,
+//!   errors included: batch `k` goes to decoder `k mod n` and the consumer takes batch `k` from it, so
 //!   order never depends on thread timing. The first error is the last row; a decoder may have
 //!   decoded rows past it, which are dropped unseen.
 //! - What the reader reports (an I/O error, an oversized record, the end and its torn tail)
@@ -27,8 +27,38 @@ use std::thread;
 use strata_core::{Generation, PrecheckedRow, RawEvent};
 
 use crate::error::StoreError;
-use crate::jsonl::{JsonlRows, RowDecoder};
 use crate::store::{EventRows, TornInfo};
+
+/// A log read as undecoded records, for the pool's reading thread.
+pub(crate) trait RecordSource: Send + 'static {
+    /// Decodes this source's records.
+    type Decoder: RecordDecoder;
+
+    /// A decoder for one pool thread.
+    fn decoder(&self) -> Self::Decoder;
+
+    /// Adds records to `batch` until it is full ([`RecordBatch::is_full`]) or the log ends;
+    /// `Ok(false)` at the end. On an error, the records read before it are in `batch`.
+    fn fill(&mut self, batch: &mut RecordBatch) -> Result<bool, StoreError>;
+
+    /// The rows decoded here, one at a time (when no thread can be started).
+    fn next_row(&mut self) -> Option<Result<RawEvent, StoreError>>;
+
+    /// The torn end the read stopped before, once it has ended.
+    fn torn(&self) -> Option<TornInfo>;
+
+    /// How far the read has got (see [`EventRows::progress`]).
+    fn progress(&self) -> Option<(u64, u64)>;
+
+    /// Where the log lives, for messages.
+    fn location(&self) -> String;
+}
+
+/// Turns one record into the row the source's sequential reading yields (same errors).
+pub(crate) trait RecordDecoder: Clone + Send + 'static {
+    /// Decodes the record on `line` (0 when the store has no lines), the row at `seq`.
+    fn decode(&self, line: u64, seq: u64, bytes: &[u8]) -> Result<RawEvent, StoreError>;
+}
 
 /// Plaintext bytes per batch: large enough to amortize two channel hops, small enough that the
 /// first rows arrive at once.
@@ -61,7 +91,13 @@ impl RecordBatch {
         self.records.push((line, seq, self.bytes.len()));
     }
 
-    fn is_full(&self) -> bool {
+    /// Records in the batch.
+    pub(crate) fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether the batch should be handed out.
+    pub(crate) fn is_full(&self) -> bool {
         self.bytes.len() >= BATCH_BYTES || self.records.len() >= BATCH_RECORDS
     }
 }
@@ -94,20 +130,20 @@ enum Done {
     End(Option<TornInfo>, Option<(u64, u64)>),
 }
 
-/// The rows of a JSONL log, decoded by a pool of threads (started by the first pull).
-pub(crate) struct DecodePool {
-    /// The log file, for messages.
+/// The rows of a log, decoded by a pool of threads (started by the first pull).
+pub(crate) struct DecodePool<S> {
+    /// The log, for messages.
     location: String,
-    state: State,
+    state: State<S>,
     progress: Option<(u64, u64)>,
     torn: Option<TornInfo>,
 }
 
-enum State {
-    Idle(Box<JsonlRows>),
+enum State<S> {
+    Idle(Box<S>),
     Running(Running),
     /// Threads could not be started: the rows are read here, one at a time.
-    Sequential(Box<JsonlRows>),
+    Sequential(Box<S>),
     Ended,
 }
 
@@ -119,9 +155,9 @@ struct Running {
     current: std::vec::IntoIter<Result<Decoded, StoreError>>,
 }
 
-impl DecodePool {
+impl<S: RecordSource> DecodePool<S> {
     /// The rows of `rows`, to be decoded in parallel once pulled.
-    pub(crate) fn new(rows: JsonlRows) -> DecodePool {
+    pub(crate) fn new(rows: S) -> DecodePool<S> {
         DecodePool {
             location: rows.location(),
             progress: rows.progress(),
@@ -194,7 +230,7 @@ impl DecodePool {
                 State::Running(running) => running,
                 State::Sequential(rows) => {
                     // Rows read here are left for the restore to check in full.
-                    let row = rows.next();
+                    let row = rows.next_row();
                     self.progress = rows.progress();
                     if row.is_none() {
                         self.torn = rows.torn();
@@ -242,40 +278,27 @@ impl DecodePool {
 }
 
 /// The reader thread: splits the log into batches of records, dealt to the decoders in turn.
-fn read_records(mut rows: JsonlRows, jobs: &[SyncSender<Job>]) {
+fn read_records<S: RecordSource>(mut rows: S, jobs: &[SyncSender<Job>]) {
     let mut turn = 0;
     let mut send = |job: Job| {
         let sent = jobs[turn].send(job).is_ok();
         turn = (turn + 1) % jobs.len();
         sent
     };
-    let mut batch = RecordBatch::default();
     loop {
-        match rows.next_record_into(&mut batch) {
-            Some(Ok(())) => {
-                if batch.is_full() {
-                    let full = std::mem::take(&mut batch);
-                    if !send(Job::Records(full, rows.progress())) {
-                        return;
-                    }
-                }
-            }
-            Some(Err(error)) => {
-                if !batch.records.is_empty()
-                    && !send(Job::Records(std::mem::take(&mut batch), rows.progress()))
-                {
-                    return;
-                }
-                let _ = send(Job::Failed(error));
+        let mut batch = RecordBatch::default();
+        let filled = rows.fill(&mut batch);
+        if !batch.records.is_empty() && !send(Job::Records(batch, rows.progress())) {
+            return;
+        }
+        match filled {
+            Ok(true) => {}
+            Ok(false) => {
+                let _ = send(Job::End(rows.torn(), rows.progress()));
                 return;
             }
-            None => {
-                if !batch.records.is_empty()
-                    && !send(Job::Records(std::mem::take(&mut batch), rows.progress()))
-                {
-                    return;
-                }
-                let _ = send(Job::End(rows.torn(), rows.progress()));
+            Err(error) => {
+                let _ = send(Job::Failed(error));
                 return;
             }
         }
@@ -283,7 +306,12 @@ fn read_records(mut rows: JsonlRows, jobs: &[SyncSender<Job>]) {
 }
 
 /// A decoder thread: decodes its batches in the order it receives them.
-fn decode_jobs(decoder: &RowDecoder, mode: Mode, jobs: &Receiver<Job>, done: &SyncSender<Done>) {
+fn decode_jobs<D: RecordDecoder>(
+    decoder: &D,
+    mode: Mode,
+    jobs: &Receiver<Job>,
+    done: &SyncSender<Done>,
+) {
     while let Ok(job) = jobs.recv() {
         let (result, last) = match job {
             Job::Records(batch, progress) => {
@@ -317,7 +345,7 @@ fn decode_jobs(decoder: &RowDecoder, mode: Mode, jobs: &Receiver<Job>, done: &Sy
     }
 }
 
-impl Iterator for DecodePool {
+impl<S: RecordSource> Iterator for DecodePool<S> {
     type Item = Result<RawEvent, StoreError>;
 
     fn next(&mut self) -> Option<Self::Item> {
@@ -334,7 +362,7 @@ impl Iterator for DecodePool {
     }
 }
 
-impl EventRows for DecodePool {
+impl<S: RecordSource> EventRows for DecodePool<S> {
     fn torn(&self) -> Option<TornInfo> {
         self.torn
     }

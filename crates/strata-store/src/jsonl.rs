@@ -33,7 +33,7 @@ use crate::codec::{
     decode_event_line_at, encode_event_line, encode_header_line, JsonlReader, Location,
     ReaderOptions,
 };
-use crate::decode_pool::{DecodePool, RecordBatch};
+use crate::decode_pool::{DecodePool, RecordBatch, RecordDecoder, RecordSource};
 use crate::error::StoreError;
 use crate::frames::scan_frames;
 use crate::layout::{encode_segment, parse_session_file_name, project_key, session_file_name};
@@ -705,44 +705,53 @@ impl JsonlRows {
     }
 }
 
-impl JsonlRows {
-    /// Reads the next complete record undecoded into `batch` (for the decode pool); `None` at
-    /// the end of the file, after recording its torn tail.
-    pub(crate) fn next_record_into(
-        &mut self,
-        batch: &mut RecordBatch,
-    ) -> Option<Result<(), StoreError>> {
-        if self.done {
-            return None;
-        }
-        let item = match &mut self.source {
-            Source::Raw(reader) => reader
-                .next_record(|line, seq, bytes| batch.push(line, seq, bytes))
-                .map(|item| item.map_err(StoreError::from)),
-            Source::Zstd(reader) => reader
-                .next_record(|line, seq, bytes| batch.push(line, seq, bytes))
-                .map(|item| {
-                    item.map_err(|error| zstd_error(&self.path, reader.get_ref().failure(), error))
-                }),
-        };
-        match item {
-            None => self.finish().err().map(Err),
-            Some(Err(error)) => {
-                self.done = true;
-                Some(Err(error))
-            }
-            Some(Ok(())) => Some(Ok(())),
-        }
-    }
+impl RecordSource for JsonlRows {
+    type Decoder = RowDecoder;
 
-    /// The log file, for messages.
-    pub(crate) fn location(&self) -> String {
-        self.path.display().to_string()
-    }
-
-    /// How this log's records become rows, for whichever thread decodes them.
-    pub(crate) fn decoder(&self) -> RowDecoder {
+    fn decoder(&self) -> RowDecoder {
         self.decoder.clone()
+    }
+
+    fn fill(&mut self, batch: &mut RecordBatch) -> Result<bool, StoreError> {
+        while !self.done && !batch.is_full() {
+            let item = match &mut self.source {
+                Source::Raw(reader) => reader
+                    .next_record(|line, seq, bytes| batch.push(line, seq, bytes))
+                    .map(|item| item.map_err(StoreError::from)),
+                Source::Zstd(reader) => reader
+                    .next_record(|line, seq, bytes| batch.push(line, seq, bytes))
+                    .map(|item| {
+                        item.map_err(|error| {
+                            zstd_error(&self.path, reader.get_ref().failure(), error)
+                        })
+                    }),
+            };
+            match item {
+                None => self.finish()?,
+                Some(Err(error)) => {
+                    self.done = true;
+                    return Err(error);
+                }
+                Some(Ok(())) => {}
+            }
+        }
+        Ok(!self.done)
+    }
+
+    fn next_row(&mut self) -> Option<Result<RawEvent, StoreError>> {
+        self.next()
+    }
+
+    fn torn(&self) -> Option<TornInfo> {
+        self.torn
+    }
+
+    fn progress(&self) -> Option<(u64, u64)> {
+        EventRows::progress(self)
+    }
+
+    fn location(&self) -> String {
+        self.path.display().to_string()
     }
 }
 
@@ -757,9 +766,8 @@ pub(crate) struct RowDecoder {
     check_seqs: bool,
 }
 
-impl RowDecoder {
-    /// Decodes the record on `line`, the row that should carry `seq`.
-    pub(crate) fn decode(&self, line: u64, seq: u64, bytes: &[u8]) -> Result<RawEvent, StoreError> {
+impl RecordDecoder for RowDecoder {
+    fn decode(&self, line: u64, seq: u64, bytes: &[u8]) -> Result<RawEvent, StoreError> {
         let location = || {
             Location::line(line)
                 .with_file(Some(&self.path))

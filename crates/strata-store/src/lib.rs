@@ -82,7 +82,6 @@ mod lines;
 mod lock;
 mod memory;
 mod postgres;
-mod prefetch;
 mod ranges;
 mod resume;
 mod sqlite;

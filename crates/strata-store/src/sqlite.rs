@@ -39,16 +39,16 @@ use strata_core::{
 use crate::codec::{
     decode_header_line, encode_header_line, expand_sources, write_range_sources, Location,
 };
+use crate::decode_pool::{DecodePool, RecordBatch, RecordDecoder, RecordSource};
 use crate::error::StoreError;
 use crate::layout::encode_segment;
 use crate::lines::DEFAULT_MAX_RECORD_LEN;
 use crate::lock::SessionLock;
 use crate::memory::sort_newest_first;
-use crate::prefetch::Prefetch;
 use crate::store::load_resuming;
 use crate::store::{
     default_sqlite_path, Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream,
-    ResumePoint,
+    ResumePoint, TornInfo,
 };
 
 /// The schema this build reads and writes (`PRAGMA user_version`).
@@ -213,6 +213,28 @@ impl SqliteBackend {
         from_seq: u64,
         limit: Option<usize>,
     ) -> Result<Vec<RawEvent>, StoreError> {
+        let mut events = Vec::with_capacity(limit.unwrap_or(0));
+        let decoder = self.row_decoder(id);
+        let mut line = Vec::new();
+        self.read_lines_on(conn, id, from_seq, limit, |expected, row| {
+            line.clear();
+            self.row_line(id, row, expected, &mut line)?;
+            events.push(decoder.decode(0, expected, &line)?);
+            Ok(())
+        })?;
+        Ok(events)
+    }
+
+    /// Calls `each(seq, row)` on the rows with seq `from_seq..` in order (at most `limit`),
+    /// stopping at its first error; returns how many rows were read.
+    fn read_lines_on(
+        &self,
+        conn: &Connection,
+        id: &str,
+        from_seq: u64,
+        limit: Option<usize>,
+        mut each: impl FnMut(u64, &rusqlite::Row<'_>) -> Result<(), StoreError>,
+    ) -> Result<u64, StoreError> {
         let mut statement = conn
             .prepare_cached(
                 "SELECT seq, type, time, data, source_event_seqs, surface_op, ignorable \
@@ -224,14 +246,19 @@ impl SqliteBackend {
         let mut rows = statement
             .query(params![id, from, limit])
             .map_err(self.sql("read events"))?;
-        let mut events = Vec::with_capacity(usize::try_from(limit).unwrap_or(0));
         let mut expected = from_seq;
         while let Some(row) = rows.next().map_err(self.sql("read events"))? {
-            let event = self.decode_row(id, row, expected)?;
-            events.push(event);
+            each(expected, row)?;
             expected += 1;
         }
-        Ok(events)
+        Ok(expected - from_seq)
+    }
+
+    /// Decodes this session's rows rebuilt as lines (see [`SqliteBackend::row_line`]).
+    fn row_decoder(&self, id: &str) -> SqliteRowDecoder {
+        SqliteRowDecoder {
+            location: Arc::from(self.location(id)),
+        }
     }
 
     /// FNV-1a 64 of the stored row at `seq` (type, time and data as stored), the evidence a
@@ -367,12 +394,13 @@ impl SqliteBackend {
         }))
     }
 
-    fn decode_row(
+    fn row_line(
         &self,
         id: &str,
         row: &rusqlite::Row<'_>,
         expected: u64,
-    ) -> Result<RawEvent, StoreError> {
+        line: &mut Vec<u8>,
+    ) -> Result<(), StoreError> {
         let corrupt = |detail: String| StoreError::Corrupt {
             location: self.location(id),
             line: None,
@@ -402,12 +430,12 @@ impl SqliteBackend {
             ValueRef::Text(text) | ValueRef::Blob(text) => text.len(),
             _ => 0,
         });
-        let mut line = Vec::with_capacity(data_len + 256);
+        line.reserve(data_len + 256);
         line.extend_from_slice(b"{\"type\":");
         let event_type = std::str::from_utf8(event_type)
             .map_err(|error| corrupt(format!("type is not UTF-8: {error}")))?;
         // Writing into a Vec cannot fail (and allocates nothing per row beyond the line).
-        let _ = serde_json::to_writer(&mut line, event_type);
+        let _ = serde_json::to_writer(&mut *line, event_type);
         let _ = write!(line, ",\"seq\":{seq},\"time\":{time},\"data\":");
         match row.get_ref(3).map_err(self.sql("read events"))? {
             ValueRef::Text(text) => line.extend_from_slice(text),
@@ -443,17 +471,39 @@ impl SqliteBackend {
             line.extend_from_slice(b",\"ignorable\":true");
         }
         line.push(b'}');
-        let raw = RawEvent::from_json_slice(&line)
-            .map_err(|error| corrupt(format!("row is not JSON: {error}")))?;
+        Ok(())
+    }
+}
+
+/// Decodes a row rebuilt as its V3 JSONL line, on the reading thread or in the decode pool,
+/// with the same errors.
+#[derive(Clone)]
+struct SqliteRowDecoder {
+    location: Arc<str>,
+}
+
+impl RecordDecoder for SqliteRowDecoder {
+    fn decode(&self, _line: u64, seq: u64, bytes: &[u8]) -> Result<RawEvent, StoreError> {
+        // As the line codec does: one SIMD UTF-8 check lets serde read the row as text.
+        let parsed = match simdutf8::basic::from_utf8(bytes) {
+            Ok(text) => RawEvent::from_json_str(text),
+            Err(_) => RawEvent::from_json_slice(bytes),
+        };
+        let raw = parsed.map_err(|error| StoreError::Corrupt {
+            location: self.location.to_string(),
+            line: None,
+            seq: Some(seq),
+            detail: format!("row is not JSON: {error}"),
+        })?;
         if raw.source_event_seqs().is_none() {
             return Ok(raw);
         }
         // Only a row citing sources needs its location (for a range that does not decode):
         // built here, not for every row.
         let location = Location {
-            file: Some(PathBuf::from(self.location(id))),
+            file: Some(PathBuf::from(&*self.location)),
             line: 0,
-            seq: Some(expected),
+            seq: Some(seq),
         };
         expand_sources(raw, &location).map_err(StoreError::from)
     }
@@ -742,12 +792,12 @@ impl Backend for SqliteBackend {
             next_seq: 0,
             done: false,
         };
-        // Rows are decoded ahead on a helper thread (see `prefetch`).
+        // Rows are read a page at a time and decoded on a pool of threads (see `decode_pool`).
         Ok(LogStream::new(
             header,
             self.location(id),
             None,
-            Prefetch::start(rows),
+            DecodePool::new(rows),
         ))
     }
 
@@ -865,6 +915,61 @@ impl Iterator for SqliteRows {
 impl EventRows for SqliteRows {
     fn progress(&self) -> Option<(u64, u64)> {
         Some((self.n_yielded.min(self.n_stored), self.n_stored))
+    }
+}
+
+impl RecordSource for SqliteRows {
+    type Decoder = SqliteRowDecoder;
+
+    fn decoder(&self) -> SqliteRowDecoder {
+        self.backend.row_decoder(&self.id)
+    }
+
+    /// One page of rows, rebuilt as their lines, per batch.
+    fn fill(&mut self, batch: &mut RecordBatch) -> Result<bool, StoreError> {
+        if self.done {
+            return Ok(false);
+        }
+        let conn = lock_conn(&self.backend.inner.reader);
+        let mut line = Vec::new();
+        let backend = &self.backend;
+        let id = &self.id;
+        let read = backend.read_lines_on(&conn, id, self.next_seq, Some(PAGE_ROWS), |seq, row| {
+            line.clear();
+            backend.row_line(id, row, seq, &mut line)?;
+            batch.push(0, seq, &line);
+            Ok(())
+        });
+        drop(conn);
+        let n_read = batch.len() as u64;
+        self.n_yielded += n_read;
+        self.next_seq += n_read;
+        match read {
+            Ok(n) => {
+                self.done = n < PAGE_ROWS as u64;
+                Ok(!self.done)
+            }
+            Err(error) => {
+                self.done = true;
+                Err(error)
+            }
+        }
+    }
+
+    fn next_row(&mut self) -> Option<Result<RawEvent, StoreError>> {
+        self.next()
+    }
+
+    fn torn(&self) -> Option<TornInfo> {
+        None
+    }
+
+    fn progress(&self) -> Option<(u64, u64)> {
+        EventRows::progress(self)
+    }
+
+    fn location(&self) -> String {
+        self.backend.location(&self.id)
     }
 }
 

@@ -44,7 +44,7 @@ fn sequential(path: &Path) -> (Vec<Result<RawEvent, String>>, JsonlRows) {
     (read, rows)
 }
 
-fn pooled(path: &Path) -> (Vec<Result<RawEvent, String>>, DecodePool) {
+fn pooled(path: &Path) -> (Vec<Result<RawEvent, String>>, DecodePool<JsonlRows>) {
     let mut pool = DecodePool::new(JsonlRows::open(path, false, DEFAULT_MAX_RECORD_LEN).unwrap());
     let read = pool
         .by_ref()
@@ -153,5 +153,70 @@ fn dropping_the_rows_part_way_stops_the_threads() {
             pool.next().unwrap().unwrap();
         }
         drop(pool); // must not hang: every thread ends at its next send or receive
+    }
+}
+
+/// A SQLite session of `n_turns` synthetic turns (several pages of rows).
+fn sqlite_session(dir: &Path, n_turns: u64) -> (crate::Store, PathBuf) {
+    use crate::synth::{turn_candidates, EVENTS_PER_TURN};
+    let path = dir.join("strata.db");
+    let store = crate::Store::sqlite(&path).unwrap();
+    let header = strata_core::SessionHeader::fresh("pool", 1).unwrap();
+    let writer = store.create(header).unwrap();
+    for turn in 1..=n_turns {
+        let candidates = turn_candidates(turn, (turn - 1) * EVENTS_PER_TURN, 64);
+        writer.append(candidates, 1).unwrap();
+    }
+    writer.close().unwrap();
+    (store, path)
+}
+
+#[test]
+fn sqlite_rows_arrive_in_order_and_a_bad_row_ends_them_at_its_seq() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, path) = sqlite_session(dir.path(), 600);
+    let n_stored = 600 * crate::synth::EVENTS_PER_TURN;
+    assert!(n_stored > 4 * 1024, "several pages");
+    let sequential = store.read_from("pool", 0).unwrap();
+    let pooled: Vec<RawEvent> = store.scan("pool").unwrap().map(Result::unwrap).collect();
+    let values = |rows: &[RawEvent]| rows.iter().map(RawEvent::to_value).collect::<Vec<_>>();
+    assert_eq!(values(&pooled), values(&sequential));
+    let loaded = store.load("pool").unwrap();
+    assert_eq!(
+        loaded.len() as u64,
+        n_stored + 1,
+        "the rows and the end-seed marker"
+    );
+
+    // A bad row in a later page, found by the reading thread (a payload blob that does not
+    // decompress) or by a decoder (payload text that is not JSON): the rows before it, then
+    // its error, and a load fails with that error.
+    let bad_seq = 3_333;
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    for (damage, message) in [
+        ("x'00'", "data does not decompress"),
+        ("'{\"role\":'", "row is not JSON"),
+    ] {
+        conn.execute(
+            &format!("UPDATE events SET data = {damage} WHERE seq = ?1"),
+            [bad_seq],
+        )
+        .unwrap();
+        let mut scanned = store.scan("pool").unwrap();
+        let mut n_good = 0;
+        let error = loop {
+            match scanned.next().unwrap() {
+                Ok(_) => n_good += 1,
+                Err(error) => break error,
+            }
+        };
+        assert_eq!(n_good, bad_seq);
+        assert!(scanned.next().is_none(), "nothing after the first error");
+        assert!(error.to_string().contains(message), "{error}");
+        assert!(error.to_string().contains("seq 3333"), "{error}");
+        let Err(refused) = store.load("pool") else {
+            panic!("a log with a bad row loaded");
+        };
+        assert_eq!(refused.to_string(), error.to_string());
     }
 }
