@@ -246,7 +246,7 @@ fn accept_checked(
         };
         match &envelope.data {
             Payload::Value(value) => {
-                check_payload(context, &who, value, shape_checked).map_err(locate)?;
+                check_payload(context, &who, &**value, shape_checked).map_err(locate)?;
             }
             Payload::Raw(raw) => {
                 let depth = view_depth(&envelope.event_type);
@@ -493,7 +493,7 @@ pub(crate) fn decode_envelope(mut raw: RawEvent, generation: Generation) -> Opti
     };
     let seq = Seq::new(raw.seq_for(generation)?).ok()?;
     let time = raw.time_for(generation)?;
-    let ignorable = match &raw.ignorable {
+    let ignorable = match raw.ignorable.as_deref() {
         None => false,
         Some(Value::Bool(true)) => true,
         Some(_) => return None,
@@ -503,8 +503,8 @@ pub(crate) fn decode_envelope(mut raw: RawEvent, generation: Generation) -> Opti
         MetaInput::None
     } else {
         MetaInput::Raw {
-            surface_op: raw.surface_op,
-            sources: raw.source_event_seqs,
+            surface_op: raw.surface_op.map(|value| *value),
+            sources: raw.source_event_seqs.map(|value| *value),
         }
     };
     Some(Envelope {

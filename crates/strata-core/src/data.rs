@@ -29,8 +29,9 @@ pub struct Data {
 pub(crate) enum Payload {
     /// Text read from storage; validated through a borrowed view.
     Raw(Box<RawValue>),
-    /// A value built in memory (appends, normalizations).
-    Value(Value),
+    /// A value built in memory (appends, normalizations); boxed, as rows from storage are the
+    /// common case and carry text.
+    Value(Box<Value>),
 }
 
 impl Data {
@@ -81,7 +82,7 @@ impl Payload {
     pub(crate) fn into_data(self) -> Data {
         match self {
             Payload::Raw(raw) => Data::from_raw(raw),
-            Payload::Value(value) => Data::from_value(value),
+            Payload::Value(value) => Data::from_value(*value),
         }
     }
 
@@ -90,7 +91,7 @@ impl Payload {
     pub(crate) fn to_value(&self) -> Value {
         match self {
             Payload::Raw(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
-            Payload::Value(value) => value.clone(),
+            Payload::Value(value) => (**value).clone(),
         }
     }
 }

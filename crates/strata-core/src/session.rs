@@ -486,7 +486,7 @@ impl Session {
             event_type: candidate.event_type,
             seq,
             time,
-            data: crate::data::Payload::Value(candidate.data),
+            data: crate::data::Payload::Value(Box::new(candidate.data)),
             meta: candidate.meta,
             ignorable: candidate.ignorable,
             order: KeyOrder::CANONICAL,

@@ -103,9 +103,6 @@ impl RecordBatch {
 }
 
 /// What a decoder produces from a record.
-// A batch holds rows of one kind, so the size difference costs nothing; boxing the wire row
-// would cost a scan one allocation per row.
-#[allow(clippy::large_enum_variant)]
 enum Decoded {
     Raw(RawEvent),
     Checked(PrecheckedRow),
