@@ -8,14 +8,17 @@
 //! reads (and decompresses) and hands batches of raw records to the decoders, round-robin.
 //!
 //! Invariants:
-//! - Rows arrive in log order, exactly as the source's own sequential reading yields them,
-//!   errors included: batch `k` goes to decoder `k mod n` and the consumer takes batch `k` from it, so
-//!   order never depends on thread timing. The first error is the last row; a decoder may have
-//!   decoded rows past it, which are dropped unseen.
+//! - Rows arrive in log order, as the source's own sequential reading yields them, errors
+//!   included: batch `k` goes to decoder `k mod n` and the consumer takes batch `k` from it,
+//!   so order never depends on thread timing. The first error is the last row; a decoder may
+//!   have decoded rows past it, which are dropped unseen. (One difference: a SQLite row that
+//!   cannot be rebuilt ends the rows right after the rows before it, where a sequential page
+//!   read reported it in place of its whole page.)
 //! - What the reader reports (an I/O error, an oversized record, the end and its torn tail)
 //!   travels as the next batch in sequence, so it arrives after every row before it.
-//! - Memory stays bounded: each decoder holds at most [`JOBS_IN_FLIGHT`] batches of at most
-//!   [`BATCH_BYTES`] and has at most [`RESULTS_IN_FLIGHT`] results waiting.
+//! - Memory stays bounded: each decoder holds at most [`JOBS_IN_FLIGHT`] batches (about
+//!   [`BATCH_BYTES`] or [`BATCH_RECORDS`] records each; a SQLite page of rows) and has at most
+//!   [`RESULTS_IN_FLIGHT`] decoded batches waiting.
 //! - Dropping the consumer stops every thread at its next send or receive; no thread holds a
 //!   lock, and none outlives the rows it could still deliver.
 //! - The mode (wire rows, or rows checked ahead for a restore) is fixed by the first pull;
@@ -37,8 +40,9 @@ pub(crate) trait RecordSource: Send + 'static {
     /// A decoder for one pool thread.
     fn decoder(&self) -> Self::Decoder;
 
-    /// Adds records to `batch` until it is full ([`RecordBatch::is_full`]) or the log ends;
-    /// `Ok(false)` at the end. On an error, the records read before it are in `batch`.
+    /// Adds the next records to `batch` (until it is full, [`RecordBatch::is_full`], or for a
+    /// paged source one page); `Ok(false)` once the log has ended. On an error, the records
+    /// read before it are in `batch`.
     fn fill(&mut self, batch: &mut RecordBatch) -> Result<bool, StoreError>;
 
     /// The rows decoded here, one at a time (when no thread can be started).
