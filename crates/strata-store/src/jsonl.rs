@@ -599,6 +599,25 @@ enum Source {
     Zstd(JsonlReader<ZstdStream>),
 }
 
+impl Source {
+    /// Hands the next complete record to `take(line, seq, bytes)` (see
+    /// [`JsonlReader::next_record`]), with the source's errors as store errors naming `path`.
+    fn next_record<T>(
+        &mut self,
+        path: &Path,
+        take: impl FnOnce(u64, u64, &[u8]) -> T,
+    ) -> Option<Result<T, StoreError>> {
+        match self {
+            Source::Raw(reader) => reader
+                .next_record(take)
+                .map(|item| item.map_err(StoreError::from)),
+            Source::Zstd(reader) => reader.next_record(take).map(|item| {
+                item.map_err(|error| zstd_error(path, reader.get_ref().failure(), error))
+            }),
+        }
+    }
+}
+
 /// The events of one V3 log file, streamed: contiguous seqs from 0 are required, the first bad
 /// record ends the stream with an error naming file, line and seq, and a torn tail is recorded
 /// (never returned) when the stream ends.
@@ -714,19 +733,10 @@ impl RecordSource for JsonlRows {
 
     fn fill(&mut self, batch: &mut RecordBatch) -> Result<bool, StoreError> {
         while !self.done && !batch.is_full() {
-            let item = match &mut self.source {
-                Source::Raw(reader) => reader
-                    .next_record(|line, seq, bytes| batch.push(line, seq, bytes))
-                    .map(|item| item.map_err(StoreError::from)),
-                Source::Zstd(reader) => reader
-                    .next_record(|line, seq, bytes| batch.push(line, seq, bytes))
-                    .map(|item| {
-                        item.map_err(|error| {
-                            zstd_error(&self.path, reader.get_ref().failure(), error)
-                        })
-                    }),
-            };
-            match item {
+            let pushed = self
+                .source
+                .next_record(&self.path, |line, seq, bytes| batch.push(line, seq, bytes));
+            match pushed {
                 None => self.finish()?,
                 Some(Err(error)) => {
                     self.done = true;
@@ -799,17 +809,10 @@ impl Iterator for JsonlRows {
             return None;
         }
         let decoder = &self.decoder;
-        let item = match &mut self.source {
-            Source::Raw(reader) => reader
-                .next_record(|line, seq, bytes| decoder.decode(line, seq, bytes))
-                .map(|item| item.map_err(StoreError::from)),
-            Source::Zstd(reader) => reader
-                .next_record(|line, seq, bytes| decoder.decode(line, seq, bytes))
-                .map(|item| {
-                    item.map_err(|error| zstd_error(&self.path, reader.get_ref().failure(), error))
-                }),
-        };
-        match item {
+        let decoded = self.source.next_record(&self.path, |line, seq, bytes| {
+            decoder.decode(line, seq, bytes)
+        });
+        match decoded {
             None => self.finish().err().map(Err),
             Some(Ok(Ok(event))) => Some(Ok(event)),
             Some(Err(error)) | Some(Ok(Err(error))) => {
