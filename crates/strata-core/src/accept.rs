@@ -248,10 +248,11 @@ fn accept_checked(
             Payload::Value(value) => {
                 check_payload(context, &who, &**value, shape_checked).map_err(locate)?;
             }
-            Payload::Raw(raw) => {
+            Payload::Raw(_) | Payload::Text(_) => {
+                let text = envelope.data.text().unwrap_or("null");
                 let depth = view_depth(&envelope.event_type);
                 if depth > 0 {
-                    match View::parse(raw.get(), depth) {
+                    match View::parse(text, depth) {
                         Some(view) => {
                             check_payload(context, &who, &view, shape_checked).map_err(locate)?;
                         }
@@ -522,6 +523,7 @@ fn payload_is_lossless(payload: &Payload) -> bool {
     match payload {
         Payload::Value(value) => is_lossless(value),
         Payload::Raw(raw) => crate::json::text_is_lossless(raw.get()),
+        Payload::Text(text) => crate::json::text_is_lossless(text.as_str()),
     }
 }
 

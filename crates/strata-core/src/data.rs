@@ -1,14 +1,24 @@
 //! Event payloads held as the JSON text they were written with, parsed on demand.
 //!
 //! A log of a million events is mostly payload bytes. Holding each payload as
-//! its raw text (one allocation, byte-identical on write) instead of a parsed
-//! `serde_json::Value` tree (an allocation per key, string and number) keeps a
-//! loaded log close to its plaintext size and makes loading close to the speed
-//! of tokenizing. Validation reads payloads through borrowed views (`view`
-//! module); the full `Value` is built only when a caller asks for it, once.
+//! its raw text (byte-identical on write) instead of a parsed `serde_json::Value`
+//! tree (an allocation per key, string and number) keeps a loaded log close to
+//! its plaintext size and makes loading close to the speed of tokenizing.
+//! Validation reads payloads through borrowed views (`view` module); the full
+//! `Value` is built only when a caller asks for it, once.
 //!
-//! Invariant: `raw` is valid JSON; when `value` is set it is exactly `raw` parsed.
+//! Loaded payloads share storage: a store's decoder moves the payload texts of a
+//! whole batch of rows into one block ([`RawEvent::share_payloads`]), so a load
+//! makes one long-lived allocation per batch rather than one per event (fewer
+//! allocator calls, no per-payload malloc header, and far fewer times a
+//! decoding thread's heap has to grow).
+//!
+//! Invariants: a [`Text`] is valid JSON; when a `Data`'s `value` is set it is
+//! exactly its text parsed.
+//!
+//! [`RawEvent::share_payloads`]: crate::RawEvent::share_payloads
 
+use arcstr::ArcStr;
 use once_cell::race::OnceBox;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -17,11 +27,78 @@ use std::fmt;
 /// A payload as raw JSON text with a lazily parsed `Value`.
 ///
 /// The cache is a `OnceBox` (one pointer; two threads racing to parse keep one result) rather
-/// than a `OnceLock<Box<_>>` (two words): with it an `Event` is 104 bytes, and its shared
-/// allocation drops a malloc size class.
+/// than a `OnceLock<Box<_>>` (two words), and the text is a thin handle on a shared block: with
+/// both an `Event` is 104 bytes, and its shared allocation stays in glibc's 128-byte size class.
 pub struct Data {
-    raw: Box<RawValue>,
+    text: Text,
     value: OnceBox<Value>,
+}
+
+/// JSON text: `len` bytes at `start` of a shared, immutable block (16 bytes). `len ==
+/// WHOLE` means the whole block, whatever its length (a payload with a block of its own).
+#[derive(Clone)]
+pub(crate) struct Text {
+    block: ArcStr,
+    start: u32,
+    len: u32,
+}
+
+/// `Text::len` for a text that is its whole block.
+const WHOLE: u32 = u32::MAX;
+
+impl Text {
+    /// Text that is its own block.
+    fn whole(text: &str) -> Text {
+        Text {
+            block: ArcStr::from(text),
+            start: 0,
+            len: WHOLE,
+        }
+    }
+
+    /// The text.
+    pub(crate) fn as_str(&self) -> &str {
+        if self.len == WHOLE {
+            return self.block.as_str();
+        }
+        let start = self.start as usize;
+        // In range by construction (`share`); the fallback only keeps this free of panics.
+        self.block
+            .get(start..start + self.len as usize)
+            .unwrap_or("null")
+    }
+
+    /// Moves `texts` into one new block (through `scratch`, reused across calls), returning
+    /// their handles in order; `None` when the block would not fit 32-bit offsets.
+    pub(crate) fn share<'t>(
+        texts: impl Iterator<Item = &'t str> + Clone,
+        scratch: &mut String,
+    ) -> Option<Vec<Text>> {
+        let total: usize = texts.clone().map(str::len).sum();
+        if u32::try_from(total).map_or(true, |total| total == WHOLE) {
+            return None;
+        }
+        scratch.clear();
+        scratch.reserve(total);
+        let mut spans = Vec::new();
+        for text in texts {
+            // Both fit: their sum is below `WHOLE`.
+            let start = scratch.len() as u32;
+            spans.push((start, text.len() as u32));
+            scratch.push_str(text);
+        }
+        let block = ArcStr::from(scratch.as_str());
+        Some(
+            spans
+                .into_iter()
+                .map(|(start, len)| Text {
+                    block: block.clone(),
+                    start,
+                    len,
+                })
+                .collect(),
+        )
+    }
 }
 
 /// A payload not yet accepted: raw text from storage, or a value built by a caller.
@@ -29,37 +106,33 @@ pub struct Data {
 pub(crate) enum Payload {
     /// Text read from storage; validated through a borrowed view.
     Raw(Box<RawValue>),
+    /// Text read from storage and moved into a shared block, or an accepted event's text.
+    Text(Text),
     /// A value built in memory (appends, normalizations); boxed, as rows from storage are the
     /// common case and carry text.
     Value(Box<Value>),
 }
 
 impl Data {
-    /// Wraps text read from storage.
-    pub(crate) fn from_raw(raw: Box<RawValue>) -> Data {
-        Data {
-            raw,
-            value: OnceBox::new(),
-        }
-    }
-
     /// Serializes a value built in memory, keeping the value as the parsed form.
     pub(crate) fn from_value(value: Value) -> Data {
         let text = crate::json::to_js_string(&value);
-        let raw = RawValue::from_string(text).unwrap_or_else(|_| null_raw());
         let cell = OnceBox::new();
         let _ = cell.set(Box::new(value));
-        Data { raw, value: cell }
+        Data {
+            text: Text::whole(&text),
+            value: cell,
+        }
     }
 
     /// The payload's JSON text, exactly as stored.
     pub fn json(&self) -> &str {
-        self.raw.get()
+        self.text.as_str()
     }
 
-    /// The raw value (for writers that embed it verbatim).
-    pub fn raw(&self) -> &RawValue {
-        &self.raw
+    /// The text handle (shared, not copied, when an event is re-read as a row).
+    pub(crate) fn text(&self) -> &Text {
+        &self.text
     }
 
     /// The parsed payload, built on first use.
@@ -67,7 +140,7 @@ impl Data {
         self.value.get_or_init(|| {
             // `raw` is valid JSON that serde_json already parsed once with the
             // same limits, so this parse succeeds.
-            Box::new(serde_json::from_str(self.raw.get()).unwrap_or(Value::Null))
+            Box::new(serde_json::from_str(self.json()).unwrap_or(Value::Null))
         })
     }
 
@@ -78,10 +151,26 @@ impl Data {
 }
 
 impl Payload {
+    /// The payload's stored JSON text, when it came from storage.
+    pub(crate) fn text(&self) -> Option<&str> {
+        match self {
+            Payload::Raw(raw) => Some(raw.get()),
+            Payload::Text(text) => Some(text.as_str()),
+            Payload::Value(_) => None,
+        }
+    }
+
     /// Turns an accepted payload into stored form.
     pub(crate) fn into_data(self) -> Data {
         match self {
-            Payload::Raw(raw) => Data::from_raw(raw),
+            Payload::Raw(raw) => Data {
+                text: Text::whole(raw.get()),
+                value: OnceBox::new(),
+            },
+            Payload::Text(text) => Data {
+                text,
+                value: OnceBox::new(),
+            },
             Payload::Value(value) => Data::from_value(*value),
         }
     }
@@ -90,16 +179,12 @@ impl Payload {
     /// need the whole payload.
     pub(crate) fn to_value(&self) -> Value {
         match self {
-            Payload::Raw(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
+            Payload::Raw(_) | Payload::Text(_) => {
+                serde_json::from_str(self.text().unwrap_or("null")).unwrap_or(Value::Null)
+            }
             Payload::Value(value) => (**value).clone(),
         }
     }
-}
-
-fn null_raw() -> Box<RawValue> {
-    // The literal `null` is valid JSON, so this cannot fail; no input reaches it.
-    #[allow(clippy::expect_used)]
-    RawValue::from_string("null".to_owned()).expect("`null` is valid JSON")
 }
 
 impl Clone for Data {
@@ -109,7 +194,7 @@ impl Clone for Data {
             let _ = value.set(Box::new(parsed.clone()));
         }
         Data {
-            raw: self.raw.clone(),
+            text: self.text.clone(),
             value,
         }
     }
@@ -117,12 +202,18 @@ impl Clone for Data {
 
 impl PartialEq for Data {
     fn eq(&self, other: &Data) -> bool {
-        self.raw.get() == other.raw.get()
+        self.json() == other.json()
     }
 }
 
 impl fmt::Debug for Data {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.raw.get())
+        f.write_str(self.json())
+    }
+}
+
+impl fmt::Debug for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }

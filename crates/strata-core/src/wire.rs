@@ -97,7 +97,7 @@ impl RawEvent {
             event_type: Some(TypeField::Tag(event.event_type.clone())),
             seq: Some(Scalar::Number(event.seq.get() as f64)),
             time: Some(Scalar::Number(event.time as f64)),
-            data: Some(Payload::Raw(event.data.raw().to_owned())),
+            data: Some(Payload::Text(event.data.text().clone())),
             surface_op,
             source_event_seqs,
             ignorable: event.ignorable.then(|| Box::new(Value::Bool(true))),
@@ -211,30 +211,49 @@ impl RawEvent {
     pub fn data(&self) -> Option<Cow<'_, Value>> {
         match self.data.as_ref()? {
             Payload::Value(value) => Some(Cow::Borrowed(&**value)),
-            Payload::Raw(raw) => Some(Cow::Owned(
-                serde_json::from_str(raw.get()).unwrap_or(Value::Null),
+            stored => Some(Cow::Owned(
+                serde_json::from_str(stored.text().unwrap_or("null")).unwrap_or(Value::Null),
             )),
         }
     }
 
     /// The stored text of `data`, when the row was decoded from text.
     pub fn data_json(&self) -> Option<&str> {
-        match self.data.as_ref()? {
-            Payload::Raw(raw) => Some(raw.get()),
-            Payload::Value(_) => None,
-        }
+        self.data.as_ref()?.text()
     }
 
     /// Mutable access to `data`, for read-side normalizations of older
     /// generations (stored text is parsed into a value first).
     pub fn data_mut(&mut self) -> Option<&mut Value> {
-        if let Some(Payload::Raw(raw)) = &self.data {
-            let value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+        if let Some(text) = self.data.as_ref().and_then(Payload::text) {
+            let value = serde_json::from_str(text).unwrap_or(Value::Null);
             self.data = Some(Payload::Value(Box::new(value)));
         }
         match self.data.as_mut()? {
             Payload::Value(value) => Some(&mut **value),
-            Payload::Raw(_) => None,
+            Payload::Raw(_) | Payload::Text(_) => None,
+        }
+    }
+
+    /// Moves the stored payload texts of `rows` into one shared block: a decoder calls this on
+    /// each batch of rows it decoded, so a load makes one long-lived allocation per batch
+    /// instead of one per event (see the `data` module). `scratch` is a buffer reused across
+    /// calls. Rows keep their payloads when the batch's texts exceed 4 GiB in all.
+    pub fn share_payloads(rows: &mut [RawEvent], scratch: &mut String) {
+        let texts = rows.iter().filter_map(|row| match &row.data {
+            Some(Payload::Raw(raw)) => Some(raw.get()),
+            _ => None,
+        });
+        let Some(shared) = crate::data::Text::share(texts, scratch) else {
+            return;
+        };
+        let mut shared = shared.into_iter();
+        for row in rows.iter_mut() {
+            if let Some(Payload::Raw(_)) = &row.data {
+                if let Some(text) = shared.next() {
+                    row.data = Some(Payload::Text(text));
+                }
+            }
         }
     }
 
@@ -666,5 +685,43 @@ mod size_tests {
     fn a_wire_row_stays_small() {
         let size = std::mem::size_of::<super::RawEvent>();
         assert!(size <= 112, "{size}");
+    }
+}
+
+#[cfg(test)]
+mod share_tests {
+    use super::RawEvent;
+
+    /// Sharing a batch's payloads changes where their bytes live, not what they are.
+    #[test]
+    fn shared_payloads_keep_their_text() {
+        let lines = [
+            r#"{"type":"user/message","seq":0,"time":1,"data":{"a":"é\"x"}}"#,
+            r#"{"type":"turn/start","seq":1,"time":2,"data":{"turn":1}}"#,
+            r#"{"type":"x","seq":2,"time":3}"#,
+            r#"{"type":"turn/end","seq":3,"time":4,"data":[1, 2 ,3]}"#,
+        ];
+        let mut rows: Vec<RawEvent> = lines
+            .iter()
+            .map(|line| RawEvent::from_json_str(line).unwrap())
+            .collect();
+        let before: Vec<Option<String>> = rows
+            .iter()
+            .map(|row| row.data_json().map(str::to_owned))
+            .collect();
+        let mut scratch = String::new();
+        RawEvent::share_payloads(&mut rows, &mut scratch);
+        let after: Vec<Option<String>> = rows
+            .iter()
+            .map(|row| row.data_json().map(str::to_owned))
+            .collect();
+        assert_eq!(after, before);
+        assert_eq!(after[3].as_deref(), Some("[1, 2 ,3]"));
+        assert!(matches!(rows[0].data, Some(crate::data::Payload::Text(_))));
+        // A second batch reuses the scratch buffer and gets blocks of its own.
+        let mut again = vec![RawEvent::from_json_str(lines[1]).unwrap()];
+        RawEvent::share_payloads(&mut again, &mut scratch);
+        assert_eq!(again[0].data_json(), Some(r#"{"turn":1}"#));
+        assert_eq!(rows[1].data_json(), Some(r#"{"turn":1}"#));
     }
 }

@@ -313,27 +313,12 @@ fn decode_jobs<D: RecordDecoder>(
     jobs: &Receiver<Job>,
     done: &SyncSender<Done>,
 ) {
+    // Reused for every batch: the payload texts of a batch pass through it into one block.
+    let mut scratch = String::new();
     while let Ok(job) = jobs.recv() {
         let (result, last) = match job {
             Job::Records(batch, progress) => {
-                let mut rows = Vec::with_capacity(batch.records.len());
-                let mut start = 0;
-                for &(line, seq, end) in &batch.records {
-                    let row = decoder
-                        .decode(line, seq, &batch.bytes[start..end])
-                        .map(|raw| match mode {
-                            Mode::Raw => Decoded::Raw(raw),
-                            Mode::Checked(generation) => {
-                                Decoded::Checked(PrecheckedRow::check(generation, seq, raw))
-                            }
-                        });
-                    start = end;
-                    let failed = row.is_err();
-                    rows.push(row);
-                    if failed {
-                        break;
-                    }
-                }
+                let rows = decode_batch(decoder, mode, &batch, &mut scratch);
                 let failed = rows.last().is_some_and(Result::is_err);
                 (Done::Rows(rows, progress), failed)
             }
@@ -344,6 +329,46 @@ fn decode_jobs<D: RecordDecoder>(
             return;
         }
     }
+}
+
+/// Decodes a batch up to its first bad record, moves the rows' payloads into one shared block
+/// ([`RawEvent::share_payloads`]) and, for a restore, checks each row ahead.
+fn decode_batch<D: RecordDecoder>(
+    decoder: &D,
+    mode: Mode,
+    batch: &RecordBatch,
+    scratch: &mut String,
+) -> Vec<Result<Decoded, StoreError>> {
+    let mut raws = Vec::with_capacity(batch.records.len());
+    let mut failure = None;
+    let mut start = 0;
+    for &(line, seq, end) in &batch.records {
+        match decoder.decode(line, seq, &batch.bytes[start..end]) {
+            Ok(raw) => raws.push(raw),
+            Err(error) => {
+                failure = Some(error);
+                break;
+            }
+        }
+        start = end;
+    }
+    RawEvent::share_payloads(&mut raws, scratch);
+    let mut rows: Vec<_> = raws
+        .into_iter()
+        .zip(&batch.records)
+        .map(|(raw, &(_, seq, _))| {
+            Ok(match mode {
+                Mode::Raw => Decoded::Raw(raw),
+                Mode::Checked(generation) => {
+                    Decoded::Checked(PrecheckedRow::check(generation, seq, raw))
+                }
+            })
+        })
+        .collect();
+    if let Some(error) = failure {
+        rows.push(Err(error));
+    }
+    rows
 }
 
 impl<S: RecordSource> Iterator for DecodePool<S> {
