@@ -431,6 +431,8 @@ impl PostgresBackend {
         for (offset, row) in rows.iter().enumerate() {
             events.push(decode_row(row, &location, from_seq + offset as u64)?);
         }
+        // One block for the page's payloads rather than one allocation each.
+        RawEvent::share_payloads(&mut events, &mut String::new());
         Ok(events)
     }
 
