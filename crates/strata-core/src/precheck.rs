@@ -20,8 +20,6 @@
 //!
 //! [`Session::restore`]: crate::Session::restore
 
-use std::sync::Arc;
-
 use crate::accept::{accept_row_local, Context, Path, Window};
 use crate::event::Event;
 use crate::generation::Generation;
@@ -37,8 +35,10 @@ pub struct PrecheckedRow(pub(crate) Checked);
 
 #[derive(Debug)]
 pub(crate) enum Checked {
-    /// Passed every event-local rule under the log's generation.
-    Accepted(Arc<Event>),
+    /// Passed every event-local rule under the log's generation. Held by value: the restoring
+    /// thread makes its shared allocation, so the log's events sit together in that thread's
+    /// heap instead of among a decoding thread's temporaries.
+    Accepted(Event),
     /// Failed one; the restore reports it if it gets this far. (Boxed, like `Deferred`: the
     /// common row is one pointer.)
     Rejected(Box<AcceptError>),
@@ -70,7 +70,7 @@ impl PrecheckedRow {
             index,
         };
         match accept_row_local(&context, raw) {
-            Ok(event) => PrecheckedRow(Checked::Accepted(Arc::new(event))),
+            Ok(event) => PrecheckedRow(Checked::Accepted(event)),
             Err(error) => PrecheckedRow(Checked::Rejected(Box::new(error))),
         }
     }

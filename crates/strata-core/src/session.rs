@@ -409,7 +409,7 @@ impl Session {
             match row.0 {
                 Checked::Accepted(event) => {
                     let plan = crate::accept::accept_existing(&context, &event)?;
-                    self.commit_shared(event, &plan);
+                    self.commit_accepted(event, &plan);
                 }
                 Checked::Rejected(error) => return Err(*error),
                 Checked::Deferred(raw) => {
