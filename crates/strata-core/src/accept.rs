@@ -25,6 +25,7 @@ use crate::json::{
     is_lossless, js_non_negative_safe_integer, json_equal, non_negative_safe_integer,
 };
 use crate::rule::{AcceptError, Rule};
+use crate::scan::PreparedView;
 use crate::seq::{Seq, MAX_SAFE_INTEGER};
 use crate::surface::{find, SurfacePlan, SurfaceState};
 use crate::view::{Kind, Node, View};
@@ -166,13 +167,20 @@ pub(crate) fn accept_envelope(
     context: &Context<'_>,
     envelope: Envelope,
 ) -> Result<(Event, SurfacePlan), AcceptError> {
-    accept_checked(context, envelope, true)
+    accept_checked(context, envelope, true, None)
 }
 
 /// Accepts a stored row under the event-local rules only (envelope, data, shapes, surface
 /// rules 2–4), for an event a verified checkpoint places on the surface (lazy resume): the
 /// rules relating it to the log ran when it was first accepted.
-pub(crate) fn accept_row_local(context: &Context<'_>, raw: RawEvent) -> Result<Event, AcceptError> {
+///
+/// `prepared` is the payload's view when the row's decoder built one (the `scan` module); it
+/// is used when it was built to the depth the row's type asks for, else the text is parsed.
+pub(crate) fn accept_row_local(
+    context: &Context<'_>,
+    raw: RawEvent,
+    prepared: Option<&PreparedView<'_>>,
+) -> Result<Event, AcceptError> {
     let index = context.index;
     let envelope = decode_envelope(raw, context.generation).ok_or_else(|| {
         AcceptError::new(
@@ -181,7 +189,7 @@ pub(crate) fn accept_row_local(context: &Context<'_>, raw: RawEvent) -> Result<E
         )
         .at_index(index)
     })?;
-    accept_checked(context, envelope, false).map(|(event, _)| event)
+    accept_checked(context, envelope, false, prepared).map(|(event, _)| event)
 }
 
 /// The rule list; `relational` runs the rules that relate the event to the current surface.
@@ -189,6 +197,7 @@ fn accept_checked(
     context: &Context<'_>,
     envelope: Envelope,
     relational: bool,
+    prepared: Option<&PreparedView<'_>>,
 ) -> Result<(Event, SurfacePlan), AcceptError> {
     let seq = envelope.seq;
     let locate = |error: AcceptError| {
@@ -251,10 +260,19 @@ fn accept_checked(
             Payload::Raw(_) | Payload::Text(_) => {
                 let text = envelope.data.text().unwrap_or("null");
                 let depth = view_depth(&envelope.event_type);
+                let parsed;
+                let view = match prepared {
+                    Some(prepared) if prepared.depth == depth => Some(&prepared.view),
+                    _ if depth > 0 => {
+                        parsed = View::parse(text, depth);
+                        parsed.as_ref()
+                    }
+                    _ => None,
+                };
                 if depth > 0 {
-                    match View::parse(text, depth) {
+                    match view {
                         Some(view) => {
-                            check_payload(context, &who, &view, shape_checked).map_err(locate)?;
+                            check_payload(context, &who, view, shape_checked).map_err(locate)?;
                         }
                         None => {
                             let value = envelope.data.to_value();
@@ -617,7 +635,7 @@ fn legacy_subject(context: &Context<'_>, who: &Who<'_>) -> String {
 /// How deep a stored payload must be materialized for its type's data and
 /// shape rules (containers at depths below this are built; deeper values stay
 /// raw text). 0: no rule reads the payload.
-fn view_depth(event_type: &EventType) -> u8 {
+pub(crate) fn view_depth(event_type: &EventType) -> u8 {
     match event_type {
         EventType::ToolResult => 4,
         EventType::AssistantMessage | EventType::SystemMessage | EventType::RequestHeader => 3,

@@ -48,7 +48,7 @@ const WHOLE: u32 = u32::MAX;
 
 impl Text {
     /// Text that is its own block.
-    fn whole(text: &str) -> Text {
+    pub(crate) fn whole(text: &str) -> Text {
         Text {
             block: ArcStr::from(text),
             start: 0,

@@ -46,6 +46,7 @@ pub use request::{
     RequestAt, RequestAtError,
 };
 pub use rule::{AcceptError, Rule};
+pub use scan::ScannedRow;
 pub use seq::{Seq, SeqRangeError, MAX_SAFE_INTEGER};
 pub use session::{
     fold_surface, fold_window, AppendPlan, BatchMark, Fold, SeedOptions, Session, StalePlanError,
@@ -76,6 +77,7 @@ mod precheck;
 mod repair;
 mod request;
 mod rule;
+mod scan;
 mod seq;
 mod session;
 mod stats;

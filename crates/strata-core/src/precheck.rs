@@ -24,6 +24,7 @@ use crate::accept::{accept_row_local, Context, Path, Window};
 use crate::event::Event;
 use crate::generation::Generation;
 use crate::rule::AcceptError;
+use crate::scan::{PreparedView, ScannedRow};
 use crate::seq::Seq;
 use crate::surface::SurfaceState;
 use crate::wire::RawEvent;
@@ -50,6 +51,22 @@ impl PrecheckedRow {
     /// Runs the event-local rules of `raw`, the row at `index` of a log of `generation` read
     /// from seq 0.
     pub fn check(generation: Generation, index: u64, raw: RawEvent) -> PrecheckedRow {
+        PrecheckedRow::check_with(generation, index, raw, None)
+    }
+
+    /// [`PrecheckedRow::check`] for a row decoded in one pass: the payload's rules read the
+    /// view the scan built instead of parsing the payload again.
+    pub fn check_scanned(generation: Generation, index: u64, row: ScannedRow<'_>) -> PrecheckedRow {
+        let (raw, view) = row.into_parts();
+        PrecheckedRow::check_with(generation, index, raw, view.as_ref())
+    }
+
+    fn check_with(
+        generation: Generation,
+        index: u64,
+        raw: RawEvent,
+        prepared: Option<&PreparedView<'_>>,
+    ) -> PrecheckedRow {
         if generation.legacy_check_order() {
             return PrecheckedRow(Checked::Deferred(Box::new(raw)));
         }
@@ -69,7 +86,7 @@ impl PrecheckedRow {
             expected_seq,
             index,
         };
-        match accept_row_local(&context, raw) {
+        match accept_row_local(&context, raw, prepared) {
             Ok(event) => PrecheckedRow(Checked::Accepted(event)),
             Err(error) => PrecheckedRow(Checked::Rejected(Box::new(error))),
         }

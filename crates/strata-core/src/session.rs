@@ -1138,7 +1138,7 @@ impl Session {
             expected_seq: seq,
             index: seq.get(),
         };
-        accept_row_local(&context, raw).map_err(|error| {
+        accept_row_local(&context, raw, None).map_err(|error| {
             ResumeError::mismatch(
                 Some(seq.get()),
                 format!("the stored event fails the rules: {error}"),

@@ -32,8 +32,9 @@ pub(crate) enum View<'a> {
     Str(Cow<'a, str>),
     Array(Vec<View<'a>>),
     Object(Vec<(Cow<'a, str>, View<'a>)>),
-    /// A value below the materialized depth, as raw text.
-    Deep(&'a RawValue),
+    /// A value below the materialized depth (or a string with escapes, see the `scan`
+    /// module), as its raw JSON text.
+    Deep(&'a str),
 }
 
 impl<'a> View<'a> {
@@ -157,7 +158,7 @@ impl<'n, 'a: 'n> Node<'n> for &'n View<'a> {
             View::Str(_) => Kind::Str,
             View::Array(_) => Kind::Array,
             View::Object(_) => Kind::Object,
-            View::Deep(raw) => match raw.get().as_bytes().first() {
+            View::Deep(raw) => match raw.as_bytes().first() {
                 Some(b'{') => Kind::Object,
                 Some(b'[') => Kind::Array,
                 Some(b'"') => Kind::Str,
@@ -170,8 +171,8 @@ impl<'n, 'a: 'n> Node<'n> for &'n View<'a> {
     fn text(self) -> Option<Cow<'n, str>> {
         match self {
             View::Str(text) => Some(Cow::Borrowed(text.as_ref())),
-            View::Deep(raw) if raw.get().starts_with('"') => {
-                let text = raw.get();
+            View::Deep(raw) if raw.starts_with('"') => {
+                let text = *raw;
                 // A string without escapes is its own content between the quotes.
                 if !text.contains('\\') && text.len() >= 2 {
                     return Some(Cow::Borrowed(&text[1..text.len() - 1]));
@@ -184,7 +185,7 @@ impl<'n, 'a: 'n> Node<'n> for &'n View<'a> {
     fn boolean(self) -> Option<bool> {
         match self {
             View::Bool(value) => Some(*value),
-            View::Deep(raw) => match raw.get() {
+            View::Deep(raw) => match *raw {
                 "true" => Some(true),
                 "false" => Some(false),
                 _ => None,
@@ -195,7 +196,7 @@ impl<'n, 'a: 'n> Node<'n> for &'n View<'a> {
     fn seq_number(self) -> Option<u64> {
         let text = match self {
             View::Number(text) => text.as_ref(),
-            View::Deep(raw) if self.kind() == Kind::Number => raw.get(),
+            View::Deep(raw) if self.kind() == Kind::Number => raw,
             _ => return None,
         };
         let value: Value = serde_json::from_str(text).ok()?;
@@ -206,13 +207,13 @@ impl<'n, 'a: 'n> Node<'n> for &'n View<'a> {
             View::Array(items) => Some(items.len()),
             View::Object(members) => Some(members.len()),
             View::Deep(raw) => {
-                let text = raw.get().trim();
+                let text = raw.trim();
                 let inner = text.get(1..text.len().saturating_sub(1))?;
                 match self.kind() {
                     Kind::Array | Kind::Object if inner.trim().is_empty() => Some(0),
                     Kind::Array | Kind::Object => {
                         // Count by parsing one level; rare (deep containers whose size matters).
-                        let view = View::parse(raw.get(), 1)?;
+                        let view = View::parse(raw, 1)?;
                         match view {
                             View::Array(items) => Some(items.len()),
                             View::Object(members) => Some(members.len()),
@@ -246,7 +247,7 @@ impl<'de> DeserializeSeed<'de> for ViewSeed {
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<View<'de>, D::Error> {
         if self.depth == 0 {
             let raw: &'de RawValue = serde::Deserialize::deserialize(deserializer)?;
-            return Ok(View::Deep(raw));
+            return Ok(View::Deep(raw.get()));
         }
         deserializer.deserialize_any(ViewVisitor { depth: self.depth })
     }

@@ -22,7 +22,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 use strata_core::json::non_negative_safe_integer;
-use strata_core::{AcceptError, Event, EventType, Generation, RawEvent, Seq, SessionHeader};
+use strata_core::{
+    AcceptError, Event, EventType, Generation, RawEvent, ScannedRow, Seq, SessionHeader,
+};
 
 use crate::lines::{LineError, LineScanner, LineScannerConfig, DEFAULT_MAX_RECORD_LEN};
 use crate::ranges::{decode_source_seqs, RangeError};
@@ -354,18 +356,28 @@ pub(crate) fn decode_event_line_at(
     line: &[u8],
     location: impl Fn() -> Location,
 ) -> Result<RawEvent, CodecError> {
-    // One SIMD UTF-8 check of the whole line lets serde read it as a `str`, so the payload it
-    // captures as raw text is not validated a second time (that was ~13 % of a scan). A line
-    // that is not UTF-8 takes the byte path, for serde's own error and position.
+    scan_event_line_at(line, location).map(ScannedRow::into_raw)
+}
+
+/// [`decode_event_line_at`] keeping the payload borrowed from `line`, with the view of it the
+/// one-pass scan built ([`ScannedRow`]): a decoding thread shares the payloads of its batch and
+/// checks each row ahead without parsing any payload twice.
+pub(crate) fn scan_event_line_at(
+    line: &[u8],
+    location: impl Fn() -> Location,
+) -> Result<ScannedRow<'_>, CodecError> {
+    // One SIMD UTF-8 check of the whole line lets the row be read as a `str`, so the payload
+    // captured as raw text is not validated a second time (that was ~13 % of a scan). A line
+    // that is not UTF-8 takes serde's byte path, for serde's own error and position.
     let parsed = match simdutf8::basic::from_utf8(line) {
-        Ok(text) => RawEvent::from_json_str(text),
-        Err(_) => RawEvent::from_json_slice(line),
+        Ok(text) => ScannedRow::scan(text),
+        Err(_) => RawEvent::from_json_slice(line).map(ScannedRow::from),
     };
-    let raw = parsed.map_err(|error| CodecError::Json {
+    let row = parsed.map_err(|error| CodecError::Json {
         location: location(),
         detail: error.to_string(),
     })?;
-    expand_sources_at(raw, location)
+    row.try_map_envelope(|raw| expand_sources_at(raw, location))
 }
 
 /// Expands a range-encoded `sourceEventSeqs` in a decoded row (bounded by the row's own seq),

@@ -27,7 +27,7 @@
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread;
 
-use strata_core::{Generation, PrecheckedRow, RawEvent};
+use strata_core::{Generation, PrecheckedRow, RawEvent, ScannedRow};
 
 use crate::error::StoreError;
 use crate::store::{EventRows, TornInfo};
@@ -61,7 +61,12 @@ pub(crate) trait RecordSource: Send + 'static {
 /// Turns one record into the row the source's sequential reading yields (same errors).
 pub(crate) trait RecordDecoder: Clone + Send + 'static {
     /// Decodes the record on `line` (0 when the store has no lines), the row at `seq`.
-    fn decode(&self, line: u64, seq: u64, bytes: &[u8]) -> Result<RawEvent, StoreError>;
+    fn decode<'a>(
+        &self,
+        line: u64,
+        seq: u64,
+        bytes: &'a [u8],
+    ) -> Result<ScannedRow<'a>, StoreError>;
 }
 
 /// Plaintext bytes per batch: large enough to amortize two channel hops, small enough that the
@@ -331,20 +336,20 @@ fn decode_jobs<D: RecordDecoder>(
     }
 }
 
-/// Decodes a batch up to its first bad record, moves the rows' payloads into one shared block
-/// ([`RawEvent::share_payloads`]) and, for a restore, checks each row ahead.
+/// Decodes a batch up to its first bad record (one pass per row, [`ScannedRow`]), moves the
+/// rows' payloads into one shared block ([`ScannedRow::share_payloads`]) and, for a restore, checks each row ahead.
 fn decode_batch<D: RecordDecoder>(
     decoder: &D,
     mode: Mode,
     batch: &RecordBatch,
     scratch: &mut String,
 ) -> Vec<Result<Decoded, StoreError>> {
-    let mut raws = Vec::with_capacity(batch.records.len());
+    let mut scanned = Vec::with_capacity(batch.records.len());
     let mut failure = None;
     let mut start = 0;
     for &(line, seq, end) in &batch.records {
         match decoder.decode(line, seq, &batch.bytes[start..end]) {
-            Ok(raw) => raws.push(raw),
+            Ok(row) => scanned.push(row),
             Err(error) => {
                 failure = Some(error);
                 break;
@@ -352,15 +357,15 @@ fn decode_batch<D: RecordDecoder>(
         }
         start = end;
     }
-    RawEvent::share_payloads(&mut raws, scratch);
-    let mut rows: Vec<_> = raws
+    ScannedRow::share_payloads(&mut scanned, scratch);
+    let mut rows: Vec<_> = scanned
         .into_iter()
         .zip(&batch.records)
-        .map(|(raw, &(_, seq, _))| {
+        .map(|(row, &(_, seq, _))| {
             Ok(match mode {
-                Mode::Raw => Decoded::Raw(raw),
+                Mode::Raw => Decoded::Raw(row.into_raw()),
                 Mode::Checked(generation) => {
-                    Decoded::Checked(PrecheckedRow::check(generation, seq, raw))
+                    Decoded::Checked(PrecheckedRow::check_scanned(generation, seq, row))
                 }
             })
         })

@@ -27,11 +27,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use strata_core::json::non_negative_safe_integer;
-use strata_core::{Event, Generation, RawEvent, SessionHeader};
+use strata_core::{Event, Generation, RawEvent, ScannedRow, SessionHeader};
 
 use crate::codec::{
-    decode_event_line_at, encode_event_line, encode_header_line, JsonlReader, Location,
-    ReaderOptions,
+    encode_event_line, encode_header_line, scan_event_line_at, JsonlReader, Location, ReaderOptions,
 };
 use crate::decode_pool::{DecodePool, RecordBatch, RecordDecoder, RecordSource};
 use crate::error::StoreError;
@@ -777,13 +776,19 @@ pub(crate) struct RowDecoder {
 }
 
 impl RecordDecoder for RowDecoder {
-    fn decode(&self, line: u64, seq: u64, bytes: &[u8]) -> Result<RawEvent, StoreError> {
+    fn decode<'a>(
+        &self,
+        line: u64,
+        seq: u64,
+        bytes: &'a [u8],
+    ) -> Result<ScannedRow<'a>, StoreError> {
         let location = || {
             Location::line(line)
                 .with_file(Some(&self.path))
                 .with_seq(Some(seq))
         };
-        let event = decode_event_line_at(bytes, location)?;
+        let row = scan_event_line_at(bytes, location)?;
+        let event = row.envelope();
         if self.check_seqs && event.seq_number() != Some(seq) {
             return Err(StoreError::Corrupt {
                 location: self.path.display().to_string(),
@@ -797,7 +802,7 @@ impl RecordDecoder for RowDecoder {
                 ),
             });
         }
-        Ok(event)
+        Ok(row)
     }
 }
 
@@ -810,7 +815,7 @@ impl Iterator for JsonlRows {
         }
         let decoder = &self.decoder;
         let decoded = self.source.next_record(&self.path, |line, seq, bytes| {
-            decoder.decode(line, seq, bytes)
+            decoder.decode(line, seq, bytes).map(ScannedRow::into_raw)
         });
         match decoded {
             None => self.finish().err().map(Err),

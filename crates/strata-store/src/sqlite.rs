@@ -32,8 +32,8 @@ use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::Value;
 use strata_core::{
-    Checkpoint, Event, EventSource, RawEvent, ReplaceSpelling, Seq, SessionHeader, SourceError,
-    SurfaceMeta,
+    Checkpoint, Event, EventSource, RawEvent, ReplaceSpelling, ScannedRow, Seq, SessionHeader,
+    SourceError, SurfaceMeta,
 };
 
 use crate::codec::{
@@ -219,7 +219,7 @@ impl SqliteBackend {
         self.read_lines_on(conn, id, from_seq, limit, |expected, row| {
             line.clear();
             self.row_line(id, row, expected, &mut line)?;
-            events.push(decoder.decode(0, expected, &line)?);
+            events.push(decoder.decode(0, expected, &line)?.into_raw());
             Ok(())
         })?;
         Ok(events)
@@ -483,20 +483,25 @@ struct SqliteRowDecoder {
 }
 
 impl RecordDecoder for SqliteRowDecoder {
-    fn decode(&self, _line: u64, seq: u64, bytes: &[u8]) -> Result<RawEvent, StoreError> {
-        // As the line codec does: one SIMD UTF-8 check lets serde read the row as text.
+    fn decode<'a>(
+        &self,
+        _line: u64,
+        seq: u64,
+        bytes: &'a [u8],
+    ) -> Result<ScannedRow<'a>, StoreError> {
+        // As the line codec does: one SIMD UTF-8 check lets the row be read as text.
         let parsed = match simdutf8::basic::from_utf8(bytes) {
-            Ok(text) => RawEvent::from_json_str(text),
-            Err(_) => RawEvent::from_json_slice(bytes),
+            Ok(text) => ScannedRow::scan(text),
+            Err(_) => RawEvent::from_json_slice(bytes).map(ScannedRow::from),
         };
-        let raw = parsed.map_err(|error| StoreError::Corrupt {
+        let row = parsed.map_err(|error| StoreError::Corrupt {
             location: self.location.to_string(),
             line: None,
             seq: Some(seq),
             detail: format!("row is not JSON: {error}"),
         })?;
-        if raw.source_event_seqs().is_none() {
-            return Ok(raw);
+        if row.envelope().source_event_seqs().is_none() {
+            return Ok(row);
         }
         // Only a row citing sources needs its location (for a range that does not decode):
         // built here, not for every row.
@@ -505,7 +510,8 @@ impl RecordDecoder for SqliteRowDecoder {
             line: 0,
             seq: Some(seq),
         };
-        expand_sources(raw, &location).map_err(StoreError::from)
+        row.try_map_envelope(|raw| expand_sources(raw, &location))
+            .map_err(StoreError::from)
     }
 }
 

@@ -1,0 +1,478 @@
+//! One pass over a stored row: its envelope, its payload's text and its payload's view together.
+//!
+//! Loading a log used to tokenize every payload twice: serde captured the `data` text while
+//! decoding the envelope, then acceptance parsed that text again into the [`View`] its rules
+//! read. [`ScannedRow::scan`] reads a row once: a small scanner walks the envelope, validates
+//! the payload while building its view, and borrows the payload's text from the row, so the
+//! decoder copies it exactly once (into the batch's shared block).
+//!
+//! The scanner claims only the rows strata and dsh write: compact JSON (no whitespace but
+//! spaces), the envelope keys each at most once with `type` before `data`, no escapes in keys
+//! or in `type`, numeric `seq`/`time`. Any other row, and every row with an error, goes to
+//! serde whole, so what a row decodes to and every error message are serde's.
+//!
+//! Invariants:
+//! - When the scanner claims a row, serde_json accepts that text and decodes it to the same
+//!   [`RawEvent`] (payload text included); the scanner refuses what it cannot prove that of
+//!   (a `\u` escape of a surrogate where serde would check pairing, nesting past
+//!   [`MAX_NESTING`], serde's private number key).
+//! - The view is the one `View::parse(data, depth)` builds, except that a materialized string
+//!   with escapes is kept as its raw text (a `View::Deep`) and unescaped when read: every
+//!   [`Node`](crate::view::Node) query answers the same.
+
+use std::borrow::Cow;
+
+use serde_json::Value;
+
+use crate::data::{Payload, Text};
+use crate::event::{EnvelopeKey, EventType, KeyOrder};
+use crate::view::View;
+use crate::wire::{RawEvent, Scalar, TypeField};
+
+/// Containers deeper than this send the row to serde (whose own limit is 128).
+const MAX_NESTING: u32 = 64;
+
+/// serde_json's private map key for numbers under `arbitrary_precision`: an object whose first
+/// key it is reads as a number there, so the scanner leaves such rows to serde.
+const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+
+/// A stored row decoded in one pass, its payload still borrowed from the row's text.
+///
+/// A store's decoder scans a batch of rows, moves their payloads into one block
+/// ([`ScannedRow::share_payloads`]) and checks each row ahead
+/// ([`PrecheckedRow::check_scanned`](crate::PrecheckedRow::check_scanned)) with the view the
+/// scan built, so no payload is tokenized twice.
+#[derive(Debug)]
+pub struct ScannedRow<'a> {
+    /// The row; its `data` is unset while `payload` borrows the text.
+    raw: RawEvent,
+    payload: Option<&'a str>,
+    view: Option<PreparedView<'a>>,
+    /// The scanner (not serde) decoded the row.
+    scanned: bool,
+}
+
+/// A payload's view and the depth it was built to.
+#[derive(Debug)]
+pub(crate) struct PreparedView<'a> {
+    pub(crate) depth: u8,
+    pub(crate) view: View<'a>,
+}
+
+impl<'a> ScannedRow<'a> {
+    /// Decodes one JSON text (a JSONL line without its newline): in one pass when the row has
+    /// the shape strata and dsh write, else through serde (same result, same errors).
+    pub fn scan(text: &'a str) -> Result<ScannedRow<'a>, serde_json::Error> {
+        if let Some(row) = scan_envelope(text) {
+            return Ok(row);
+        }
+        RawEvent::from_json_str(text).map(ScannedRow::from)
+    }
+
+    /// The row's envelope fields (its `data` may be unset until the payload is shared or the
+    /// row is taken with [`ScannedRow::into_raw`]).
+    pub fn envelope(&self) -> &RawEvent {
+        &self.raw
+    }
+
+    /// Rewrites the row's envelope (a store expanding its encoding of `sourceEventSeqs`); the
+    /// payload and its view are kept.
+    pub fn try_map_envelope<E>(
+        mut self,
+        map: impl FnOnce(RawEvent) -> Result<RawEvent, E>,
+    ) -> Result<ScannedRow<'a>, E> {
+        self.raw = map(std::mem::take(&mut self.raw))?;
+        Ok(self)
+    }
+
+    /// Whether the one-pass scanner decoded this row (else serde did).
+    pub fn is_scanned(&self) -> bool {
+        self.scanned
+    }
+
+    /// The row as an owned wire row (a payload still borrowed is copied).
+    pub fn into_raw(mut self) -> RawEvent {
+        self.own_payload();
+        self.raw
+    }
+
+    /// Splits the row into an owned wire row and the view built for it.
+    pub(crate) fn into_parts(mut self) -> (RawEvent, Option<PreparedView<'a>>) {
+        self.own_payload();
+        (self.raw, self.view)
+    }
+
+    fn own_payload(&mut self) {
+        if let Some(text) = self.payload.take() {
+            self.raw.data = Some(Payload::Text(Text::whole(text)));
+        }
+    }
+
+    /// Moves the payloads of `rows` (borrowed or decoded by serde) into one shared block, as
+    /// [`RawEvent::share_payloads`] does for rows; `scratch` is reused across calls.
+    pub fn share_payloads(rows: &mut [ScannedRow<'a>], scratch: &mut String) {
+        let texts = rows.iter().filter_map(ScannedRow::unshared_payload);
+        let Some(shared) = Text::share(texts, scratch) else {
+            return;
+        };
+        let mut shared = shared.into_iter();
+        for row in rows.iter_mut() {
+            if row.unshared_payload().is_some() {
+                if let Some(text) = shared.next() {
+                    row.raw.data = Some(Payload::Text(text));
+                    row.payload = None;
+                }
+            }
+        }
+    }
+
+    /// The payload text not yet in a shared block.
+    fn unshared_payload(&self) -> Option<&str> {
+        match (self.payload, &self.raw.data) {
+            (Some(text), _) => Some(text),
+            (None, Some(Payload::Raw(raw))) => Some(raw.get()),
+            _ => None,
+        }
+    }
+}
+
+impl From<RawEvent> for ScannedRow<'_> {
+    /// A row decoded some other way (serde on bytes that are not UTF-8, say).
+    fn from(raw: RawEvent) -> Self {
+        ScannedRow {
+            raw,
+            payload: None,
+            view: None,
+            scanned: false,
+        }
+    }
+}
+
+/// The envelope in one pass, or `None` for a row serde must decode.
+fn scan_envelope(text: &str) -> Option<ScannedRow<'_>> {
+    // A row with no byte below 0x20 has no whitespace but spaces and no raw control character
+    // in a string (which serde refuses), so the scanner need not look for either.
+    if text
+        .bytes()
+        .fold(0u8, |acc, byte| acc | u8::from(byte < 0x20))
+        != 0
+    {
+        return None;
+    }
+    let mut scanner = Scanner {
+        text,
+        bytes: text.as_bytes(),
+        pos: 0,
+    };
+    let mut raw = RawEvent::default();
+    let mut order = KeyOrder::empty();
+    let mut payload = None;
+    let mut view = None;
+    scanner.spaces();
+    scanner.eat(b'{')?;
+    scanner.spaces();
+    if scanner.eat(b'}').is_none() {
+        loop {
+            let (key, escaped) = scanner.string(false)?;
+            if escaped {
+                return None;
+            }
+            let key = match key {
+                "type" => EnvelopeKey::Type,
+                "seq" => EnvelopeKey::Seq,
+                "time" => EnvelopeKey::Time,
+                "data" => EnvelopeKey::Data,
+                "surfaceOp" => EnvelopeKey::SurfaceOp,
+                "sourceEventSeqs" => EnvelopeKey::SourceEventSeqs,
+                "ignorable" => EnvelopeKey::Ignorable,
+                _ => return None,
+            };
+            // A repeated key keeps its first position and its last value in serde's reading.
+            if !order.push(key) {
+                return None;
+            }
+            scanner.spaces();
+            scanner.eat(b':')?;
+            scanner.spaces();
+            let start = scanner.pos;
+            match key {
+                EnvelopeKey::Type => {
+                    let (tag, escaped) = scanner.string(false)?;
+                    if escaped {
+                        return None;
+                    }
+                    raw.event_type = Some(TypeField::Tag(EventType::parse(tag)));
+                }
+                EnvelopeKey::Seq | EnvelopeKey::Time => {
+                    scanner.number()?;
+                    // As serde reads a number under `arbitrary_precision`: its text as a double.
+                    let number = text.get(start..scanner.pos)?.parse::<f64>().ok()?;
+                    if key == EnvelopeKey::Seq {
+                        raw.seq = Some(Scalar::Number(number));
+                    } else {
+                        raw.time = Some(Scalar::Number(number));
+                    }
+                }
+                EnvelopeKey::Data => {
+                    let Some(TypeField::Tag(event_type)) = &raw.event_type else {
+                        return None;
+                    };
+                    let depth = crate::accept::view_depth(event_type);
+                    if depth > 0 {
+                        let built = scanner.view(depth, 0)?;
+                        view = Some(PreparedView { depth, view: built });
+                    } else {
+                        scanner.skip(0)?;
+                    }
+                    payload = Some(text.get(start..scanner.pos)?);
+                }
+                EnvelopeKey::SurfaceOp | EnvelopeKey::SourceEventSeqs | EnvelopeKey::Ignorable => {
+                    scanner.skip(0)?;
+                    // Rare fields, kept as values: serde builds them from the validated text.
+                    let value: Value = serde_json::from_str(text.get(start..scanner.pos)?).ok()?;
+                    let slot = match key {
+                        EnvelopeKey::SurfaceOp => &mut raw.surface_op,
+                        EnvelopeKey::SourceEventSeqs => &mut raw.source_event_seqs,
+                        _ => &mut raw.ignorable,
+                    };
+                    *slot = Some(Box::new(value));
+                }
+            }
+            scanner.spaces();
+            match scanner.next()? {
+                b',' => scanner.spaces(),
+                b'}' => break,
+                _ => return None,
+            }
+        }
+    }
+    scanner.spaces();
+    if scanner.pos != text.len() {
+        return None;
+    }
+    raw.order = Some(order);
+    Some(ScannedRow {
+        raw,
+        payload,
+        view,
+        scanned: true,
+    })
+}
+
+/// A cursor over a row known to hold no byte below 0x20.
+struct Scanner<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Scanner<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    fn next(&mut self) -> Option<u8> {
+        let byte = self.peek()?;
+        self.pos += 1;
+        Some(byte)
+    }
+
+    fn eat(&mut self, byte: u8) -> Option<()> {
+        (self.peek() == Some(byte)).then(|| self.pos += 1)
+    }
+
+    fn spaces(&mut self) {
+        while self.peek() == Some(b' ') {
+            self.pos += 1;
+        }
+    }
+
+    /// A string: its text between the quotes and whether it has escapes. `strict` refuses
+    /// surrogate escapes (serde checks their pairing where it unescapes, not where it skips).
+    fn string(&mut self, strict: bool) -> Option<(&'a str, bool)> {
+        self.eat(b'"')?;
+        let start = self.pos;
+        let mut escaped = false;
+        loop {
+            self.pos += memchr::memchr2(b'"', b'\\', self.bytes.get(self.pos..)?)?;
+            if self.next()? == b'"' {
+                return Some((self.text.get(start..self.pos - 1)?, escaped));
+            }
+            escaped = true;
+            match self.next()? {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
+                b'u' => {
+                    let hex = self.bytes.get(self.pos..self.pos + 4)?;
+                    if !hex.iter().all(u8::is_ascii_hexdigit) {
+                        return None;
+                    }
+                    if strict && matches!(hex[0], b'd' | b'D') {
+                        return None;
+                    }
+                    self.pos += 4;
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A number, by JSON's grammar (what serde accepts).
+    fn number(&mut self) -> Option<()> {
+        let _ = self.eat(b'-');
+        match self.next()? {
+            b'0' => {}
+            b'1'..=b'9' => self.digits(),
+            _ => return None,
+        }
+        if self.eat(b'.').is_some() {
+            self.digit()?;
+            self.digits();
+        }
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            self.pos += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.pos += 1;
+            }
+            self.digit()?;
+            self.digits();
+        }
+        Some(())
+    }
+
+    fn digit(&mut self) -> Option<()> {
+        self.peek()
+            .is_some_and(|byte| byte.is_ascii_digit())
+            .then(|| self.pos += 1)
+    }
+
+    fn digits(&mut self) {
+        while self.digit().is_some() {}
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        let end = self.pos + word.len();
+        (self.bytes.get(self.pos..end)? == word).then(|| self.pos = end)
+    }
+
+    /// Validates any value.
+    fn skip(&mut self, nesting: u32) -> Option<()> {
+        match self.peek()? {
+            b'"' => self.string(false).map(drop),
+            b'{' => self.members(nesting, |scanner, nesting| {
+                scanner.string(false)?;
+                scanner.spaces();
+                scanner.eat(b':')?;
+                scanner.spaces();
+                scanner.skip(nesting)
+            }),
+            b'[' => self.elements(nesting, |scanner, nesting| scanner.skip(nesting)),
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            _ => self.number(),
+        }
+    }
+
+    /// The entries of a container opened by `open`, each read by `entry`.
+    fn container(
+        &mut self,
+        close: u8,
+        nesting: u32,
+        mut entry: impl FnMut(&mut Scanner<'a>, u32) -> Option<()>,
+    ) -> Option<()> {
+        if nesting >= MAX_NESTING {
+            return None;
+        }
+        self.pos += 1;
+        self.spaces();
+        if self.eat(close).is_some() {
+            return Some(());
+        }
+        loop {
+            entry(self, nesting + 1)?;
+            self.spaces();
+            match self.next()? {
+                b',' => self.spaces(),
+                byte if byte == close => return Some(()),
+                _ => return None,
+            }
+        }
+    }
+
+    fn members(
+        &mut self,
+        nesting: u32,
+        entry: impl FnMut(&mut Scanner<'a>, u32) -> Option<()>,
+    ) -> Option<()> {
+        self.container(b'}', nesting, entry)
+    }
+
+    fn elements(
+        &mut self,
+        nesting: u32,
+        entry: impl FnMut(&mut Scanner<'a>, u32) -> Option<()>,
+    ) -> Option<()> {
+        self.container(b']', nesting, entry)
+    }
+
+    /// A value's view, materializing containers at depths `< depth` (as `View::parse`).
+    fn view(&mut self, depth: u8, nesting: u32) -> Option<View<'a>> {
+        let start = self.pos;
+        if depth == 0 {
+            self.skip(nesting)?;
+            return Some(View::Deep(self.text.get(start..self.pos)?));
+        }
+        Some(match self.peek()? {
+            b'"' => {
+                let (content, escaped) = self.string(true)?;
+                if escaped {
+                    View::Deep(self.text.get(start..self.pos)?)
+                } else {
+                    View::Str(Cow::Borrowed(content))
+                }
+            }
+            b'{' => {
+                let mut members = Vec::new();
+                self.members(nesting, |scanner, nesting| {
+                    let (key, escaped) = scanner.string(true)?;
+                    if escaped || (members.is_empty() && key == NUMBER_TOKEN) {
+                        return None;
+                    }
+                    scanner.spaces();
+                    scanner.eat(b':')?;
+                    scanner.spaces();
+                    members.push((Cow::Borrowed(key), scanner.view(depth - 1, nesting)?));
+                    Some(())
+                })?;
+                View::Object(members)
+            }
+            b'[' => {
+                let mut items = Vec::new();
+                self.elements(nesting, |scanner, nesting| {
+                    items.push(scanner.view(depth - 1, nesting)?);
+                    Some(())
+                })?;
+                View::Array(items)
+            }
+            b't' => {
+                self.literal(b"true")?;
+                View::Bool(true)
+            }
+            b'f' => {
+                self.literal(b"false")?;
+                View::Bool(false)
+            }
+            b'n' => {
+                self.literal(b"null")?;
+                View::Null
+            }
+            _ => {
+                self.number()?;
+                View::Number(Cow::Borrowed(self.text.get(start..self.pos)?))
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

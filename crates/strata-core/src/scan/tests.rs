@@ -1,0 +1,192 @@
+//! The scanner against serde: whatever row it claims, serde decodes to the same row and the
+//! same view; whatever it does not, serde decodes (or refuses) exactly as before.
+
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+use super::*;
+use crate::synth::{generate, SynthConfig};
+use crate::view::{Kind, Node};
+
+/// What every `Node` query says about a view, as a value (two views that answer every query
+/// alike describe the same).
+fn describe<'n, N: Node<'n>>(node: N) -> Value {
+    match node.kind() {
+        Kind::Null => json!("null"),
+        Kind::Bool => json!({ "bool": node.boolean() }),
+        Kind::Number => json!({ "seq": node.seq_number() }),
+        Kind::Str => json!({ "str": node.text().map(|text| text.into_owned()) }),
+        Kind::Array => {
+            let len = node.len();
+            let items: Vec<Value> = (0..len.unwrap_or(0))
+                .map_while(|index| node.at(index).map(describe))
+                .collect();
+            json!({ "array": len, "items": items })
+        }
+        Kind::Object => {
+            let members: Vec<Value> = node
+                .members()
+                .into_iter()
+                .map(|(key, value)| json!([key, describe(value)]))
+                .collect();
+            json!({ "object": node.len(), "members": members })
+        }
+    }
+}
+
+/// Checks `line` both ways; returns whether the scanner claimed it.
+fn agrees(line: &str) -> bool {
+    let serde = RawEvent::from_json_str(line);
+    let scanned = ScannedRow::scan(line);
+    match (&serde, &scanned) {
+        (Err(expected), Err(found)) => {
+            assert_eq!(found.to_string(), expected.to_string(), "{line}");
+            return false;
+        }
+        (Ok(_), Ok(_)) => {}
+        _ => panic!("serde {serde:?} but scan {scanned:?} for {line}"),
+    }
+    let (Ok(expected), Ok(row)) = (serde, scanned) else {
+        return false;
+    };
+    let claimed = scan_envelope(line).is_some();
+    assert_eq!(row.is_scanned(), claimed, "{line}");
+    let (found, view) = row.into_parts();
+    assert_eq!(found.malformed, expected.malformed, "{line}");
+    assert_eq!(found.null_row, expected.null_row, "{line}");
+    assert_eq!(found.order, expected.order, "{line}");
+    assert_eq!(found.data_json(), expected.data_json(), "{line}");
+    assert_eq!(found.to_value(), expected.to_value(), "{line}");
+    if let Some(prepared) = view {
+        let text = found.data_json().unwrap_or("null");
+        let parsed = View::parse(text, prepared.depth).expect("serde parses what the scan viewed");
+        assert_eq!(describe(&prepared.view), describe(&parsed), "{line}");
+    }
+    claimed
+}
+
+/// A synthetic session's rows as strata writes them (built once per content size).
+fn synth_lines(content_bytes: usize) -> &'static [String] {
+    static LINES: std::sync::OnceLock<Vec<(usize, Vec<String>)>> = std::sync::OnceLock::new();
+    let all = LINES.get_or_init(|| {
+        [0, 120, 1024]
+            .into_iter()
+            .map(|content_bytes| {
+                let session = generate(&SynthConfig {
+                    events: 400,
+                    content_bytes,
+                    ..SynthConfig::default()
+                })
+                .unwrap();
+                let lines = session
+                    .events()
+                    .iter()
+                    .map(|event| event.to_json())
+                    .collect();
+                (content_bytes, lines)
+            })
+            .collect()
+    });
+    all.iter()
+        .find(|(size, _)| *size == content_bytes)
+        .map_or(&[], |(_, lines)| lines.as_slice())
+}
+
+#[test]
+fn the_scanner_claims_every_row_strata_writes_and_agrees_with_serde() {
+    for content_bytes in [0, 120, 1024] {
+        for line in synth_lines(content_bytes) {
+            assert!(agrees(line), "not claimed: {line}");
+        }
+    }
+}
+
+#[test]
+fn rows_of_other_shapes_go_to_serde() {
+    let declined = [
+        // whitespace other than spaces, and a raw tab in a string
+        "{\"type\":\"turn/start\",\n\"seq\":0,\"time\":1,\"data\":{}}",
+        "{\"type\":\"user/message\",\"seq\":0,\"time\":1,\"data\":{\"a\":\"x\ty\"}}",
+        // an escape in a key or in the type
+        r#"{"typ\u0065":"turn/start","seq":0,"time":1,"data":{}}"#,
+        r#"{"type":"turn\/start","seq":0,"time":1,"data":{}}"#,
+        // a repeated key, an unknown key, `data` before `type`
+        r#"{"type":"turn/start","seq":0,"seq":1,"time":1,"data":{}}"#,
+        r#"{"type":"turn/start","seq":0,"time":1,"data":{},"extra":1}"#,
+        r#"{"data":{},"type":"turn/start","seq":0,"time":1}"#,
+        // `seq` not a number
+        r#"{"type":"turn/start","seq":"0","time":1,"data":{}}"#,
+        // a lone surrogate where serde unescapes (a materialized string) ...
+        r#"{"type":"user/message","seq":0,"time":1,"data":{"id":"\ud800","role":"user"}}"#,
+        // ... serde's private number key, and nesting past the scanner's limit
+        r#"{"type":"user/message","seq":0,"time":1,"data":{"$serde_json::private::Number":"1"}}"#,
+        // not objects, and broken JSON
+        "null",
+        "[1,2]",
+        "",
+        r#"{"type":"turn/start","seq":01,"time":1}"#,
+        r#"{"type":"turn/start","seq":0,"time":1,"data":{"a":tru}}"#,
+        r#"{"type":"turn/start","seq":0,"time":1,"data":{"a":"\x"}}"#,
+        r#"{"type":"turn/start","seq":0,"time":1,"data":{"a":1.}}"#,
+        r#"{"type":"turn/start","seq":0,"time":1,"data":{"a":1e}}"#,
+        r#"{"type":"turn/start","seq":0,"time":1,"data":{"a":[1,]}}"#,
+        r#"{"type":"turn/start","seq":0,"time":1} x"#,
+        r#"{"type":"turn/start","seq":0,"time":1"#,
+    ];
+    for line in declined {
+        assert!(!agrees(line), "claimed: {line}");
+    }
+    let deep = format!(
+        r#"{{"type":"turn/start","seq":0,"time":1,"data":{}1{}}}"#,
+        "[".repeat(100),
+        "]".repeat(100)
+    );
+    assert!(!agrees(&deep));
+}
+
+#[test]
+fn escapes_numbers_and_spaces_the_scanner_does_claim() {
+    let claimed = [
+        r#"{"type":"user/message","seq":0,"time":-1,"data":{"id":"m\n1","role":"user","content":"a\"b\\c\u001b\u00e9"}}"#,
+        r#" { "type" : "tool/result" , "seq" : 1.0e0 , "time" : -0 , "data" : { "x" : [ 1 , -2.5E+3 , true , false , null , { } , [ ] ] } } "#,
+        r#"{"type":"tool/result","seq":3,"time":4,"data":{"a":{"b":{"c":{"d":{"e":"\ud83d\ude00"}}}}}}"#,
+        r#"{"type":"x/unknown","seq":3,"time":4,"data":"\ud800","ignorable":true}"#,
+        r#"{"type":"compaction","seq":5,"time":6,"data":{},"surfaceOp":{"kind":"replace","startSeq":1,"endSeq":2},"sourceEventSeqs":[1,2]}"#,
+        r#"{"type":"turn/start","seq":0,"time":1}"#,
+        r#"{}"#,
+    ];
+    for line in claimed {
+        assert!(agrees(line), "declined: {line}");
+    }
+}
+
+/// Bytes that change a JSON row's meaning, for mutations.
+const SIGNIFICANT: &[u8] = b"\"\\{}[],: \t0123456789.eE+-tfnulrd\xc3";
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// Any edit of a real row: the scanner and serde agree on it (or the scanner declines).
+    #[test]
+    fn mutated_rows_agree_with_serde(
+        which in 0usize..400,
+        content in prop::sample::select(vec![0usize, 120]),
+        edits in prop::collection::vec((any::<prop::sample::Index>(), 0u8..3, any::<prop::sample::Index>()), 1..4),
+    ) {
+        let lines = synth_lines(content);
+        let mut bytes = lines[which % lines.len()].clone().into_bytes();
+        for (at, op, byte) in edits {
+            let byte = *byte.get(SIGNIFICANT);
+            let at = at.index(bytes.len() + 1);
+            match op {
+                0 => bytes.insert(at, byte),
+                1 if at < bytes.len() => { bytes.remove(at); }
+                _ if at < bytes.len() => bytes[at] = byte,
+                _ => bytes.push(byte),
+            }
+        }
+        if let Ok(line) = std::str::from_utf8(&bytes) {
+            agrees(line);
+        }
+    }
+}
