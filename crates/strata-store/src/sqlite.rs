@@ -434,9 +434,24 @@ impl SqliteBackend {
         line.extend_from_slice(b"{\"type\":");
         let event_type = std::str::from_utf8(event_type)
             .map_err(|error| corrupt(format!("type is not UTF-8: {error}")))?;
-        // Writing into a Vec cannot fail (and allocates nothing per row beyond the line).
-        let _ = serde_json::to_writer(&mut *line, event_type);
-        let _ = write!(line, ",\"seq\":{seq},\"time\":{time},\"data\":");
+        if event_type
+            .bytes()
+            .all(|byte| (b' '..0x7f).contains(&byte) && byte != b'"' && byte != b'\\')
+        {
+            // Nearly every type: printable ASCII that JSON spells as it is.
+            line.push(b'"');
+            line.extend_from_slice(event_type.as_bytes());
+            line.push(b'"');
+        } else {
+            // Writing into a Vec cannot fail.
+            let _ = serde_json::to_writer(&mut *line, event_type);
+        }
+        let mut number = itoa::Buffer::new();
+        line.extend_from_slice(b",\"seq\":");
+        line.extend_from_slice(number.format(seq).as_bytes());
+        line.extend_from_slice(b",\"time\":");
+        line.extend_from_slice(number.format(time).as_bytes());
+        line.extend_from_slice(b",\"data\":");
         match row.get_ref(3).map_err(self.sql("read events"))? {
             ValueRef::Text(text) => line.extend_from_slice(text),
             ValueRef::Blob(blob) => {
@@ -937,14 +952,10 @@ impl RecordSource for SqliteRows {
             return Ok(false);
         }
         let conn = lock_conn(&self.backend.inner.reader);
-        let mut line = Vec::new();
         let backend = &self.backend;
         let id = &self.id;
         let read = backend.read_lines_on(&conn, id, self.next_seq, Some(PAGE_ROWS), |seq, row| {
-            line.clear();
-            backend.row_line(id, row, seq, &mut line)?;
-            batch.push(0, seq, &line);
-            Ok(())
+            batch.push_with(0, seq, |line| backend.row_line(id, row, seq, line))
         });
         drop(conn);
         let n_read = batch.len() as u64;
