@@ -327,7 +327,7 @@ fn accept_checked(
         seq,
         time: envelope.time,
         data: envelope.data.into_data(),
-        meta,
+        meta: meta.into(),
         ignorable: envelope.ignorable,
         order: envelope.order,
         checked_under: (context.path != Path::Fold && shape_checked).then_some(context.generation),
@@ -418,7 +418,7 @@ pub(crate) fn accept_existing(
             .map_err(wrap)
             .map_err(locate);
     }
-    let meta = match &event.meta {
+    let meta = match event.meta() {
         SurfaceMeta::LogOnly => MetaInput::None,
         SurfaceMeta::Surface { op, sources } => MetaInput::Accepted {
             op: *op,
@@ -441,7 +441,7 @@ pub(crate) fn accept_existing(
     )
     .map_err(wrap)
     .map_err(locate)?;
-    if checked != event.meta {
+    if &checked != event.meta() {
         // Accepted under another generation's rules into a different shape:
         // treat as a rejection rather than silently reinterpreting.
         return Err(locate(AcceptError::new(
@@ -1250,7 +1250,7 @@ fn check_source_list(
 
 /// Rules 6–11: the surface transition against the current state.
 fn plan_relational(context: &Context<'_>, event: &Event) -> Result<SurfacePlan, AcceptError> {
-    let (op, sources) = match &event.meta {
+    let (op, sources) = match event.meta() {
         SurfaceMeta::Surface { op, sources } => (*op, sources.as_deref()),
         SurfaceMeta::LogOnly | SurfaceMeta::Opaque { .. } => return Ok(SurfacePlan::None),
     };
@@ -1291,7 +1291,9 @@ fn plan_relational(context: &Context<'_>, event: &Event) -> Result<SurfacePlan, 
                 "tool/result surface replacement must target a current tool/result",
             ));
         };
-        if !equal_except_tool_content(target.data(), event.data()) {
+        // Parsed without caching: a pruned log holds many such pairs, and cached trees would
+        // stay in memory with both events.
+        if !equal_except_tool_content(&target.data.value_uncached(), &event.data.value_uncached()) {
             return Err(AcceptError::new(
                 Rule::ToolResultReplaceChangesNonContent,
                 "tool/result surface replacement may change only content",

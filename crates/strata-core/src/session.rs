@@ -659,15 +659,17 @@ impl Session {
         if !self.batches.is_empty() {
             self.undo.push(undo);
         }
+        // Read without caching the parsed payload in the event: a log holds one request header
+        // per turn, and their trees would stay in memory (16 MB of a 1 M-event load).
         match event.event_type {
             EventType::RequestHeader => {
-                if let Some(header) = event.data().get("header") {
+                if let Some(header) = event.data.value_uncached().get("header") {
                     self.request_header = Some(Arc::new(canonical_header(header, self.generation)));
                     self.request_header_seq = Some(event.seq);
                 }
             }
             EventType::RequestContext => {
-                self.request_context = Some(Arc::new(event.data().clone()));
+                self.request_context = Some(Arc::new(event.data.value_uncached().into_owned()));
                 self.request_context_seq = Some(event.seq);
             }
             _ => {}
@@ -1182,7 +1184,7 @@ fn stray_marker_error(seq: u64) -> AcceptError {
 
 fn is_inherited_marker(event: &Event) -> bool {
     event.event_type == EventType::SessionEndSeed
-        && event.data().get("inherited") == Some(&Value::Bool(true))
+        && event.data.value_uncached().get("inherited") == Some(&Value::Bool(true))
 }
 
 /// Replays `events` (base seq 0) through the surface rules only and reports
@@ -1235,7 +1237,7 @@ pub fn fold_window(
                 op: crate::event::SurfaceOp::Replace(range),
                 ..
             },
-        ) = (undo, &event.meta)
+        ) = (undo, event.meta())
         {
             replacements.push(Replacement {
                 seq: event.seq,
@@ -1277,7 +1279,7 @@ pub(crate) fn standalone_event(candidate: Candidate, seq: Seq, time: i64) -> Eve
         seq,
         time,
         data: crate::data::Data::from_value(candidate.data),
-        meta,
+        meta: meta.into(),
         ignorable: candidate.ignorable,
         order: KeyOrder::CANONICAL,
         checked_under: None,

@@ -78,7 +78,7 @@ impl RawEvent {
     /// [`RawEvent::from_event`] with replace endpoints spelled as `generation` writes them
     /// (`start`/`end` before V3), to replay an older generation's log under its own rules.
     pub fn from_event_in(event: &Event, generation: Generation) -> RawEvent {
-        let (surface_op, source_event_seqs) = match &event.meta {
+        let (surface_op, source_event_seqs) = match event.meta() {
             SurfaceMeta::LogOnly => (None, None),
             SurfaceMeta::Surface { op, sources } => (
                 Some(Box::new(op.to_value(generation.replace_spelling()))),

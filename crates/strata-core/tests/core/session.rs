@@ -662,3 +662,45 @@ fn session_nested_batches_roll_back_to_their_mark() {
     session.append(user("m10", "again"), 10).unwrap();
     assert_eq!(session.len(), log.len() + 1);
 }
+
+/// A restore reads request headers, request contexts and pruned tool results to fold and
+/// check them, but keeps no parsed tree in any event: a 1 M-event log held ~16 MB of them.
+#[test]
+fn a_restore_leaves_every_stored_payload_unparsed() {
+    let session = strata_core::synth::generate(&strata_core::synth::SynthConfig {
+        events: 3_000,
+        prune_rate: 0.3,
+        ..strata_core::synth::SynthConfig::default()
+    })
+    .unwrap();
+    let rows: Vec<strata_core::RawEvent> = session
+        .events()
+        .iter()
+        .map(|event| strata_core::RawEvent::from_json_str(&event.to_json()).unwrap())
+        .collect();
+    let restored =
+        Session::restore(session.header().clone(), rows, SeedOptions::default()).unwrap();
+    let types: std::collections::HashSet<&str> = restored
+        .events()
+        .iter()
+        .map(|event| event.event_type().as_str())
+        .collect();
+    assert!(types.contains("request/header"), "{types:?}");
+    assert!(
+        restored
+            .events()
+            .iter()
+            .any(|event| event.event_type().as_str() == "tool/result"
+                && matches!(event.surface_op(), Some(strata_core::SurfaceOp::Replace(_)))),
+        "the log prunes a tool result"
+    );
+    // (A restore may append the end-seed marker, built in memory from its value.)
+    let stored = session.events().len();
+    let parsed: Vec<(u64, &str)> = restored.events()[..stored]
+        .iter()
+        .filter(|event| event.is_data_parsed())
+        .map(|event| (event.seq().get(), event.event_type().as_str()))
+        .collect();
+    assert!(parsed.is_empty(), "parsed payloads at seqs {parsed:?}");
+    assert_eq!(restored.request_header(), session.request_header());
+}
