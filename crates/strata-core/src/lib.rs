@@ -46,7 +46,7 @@ pub use request::{
     RequestAt, RequestAtError,
 };
 pub use rule::{AcceptError, Rule};
-pub use scan::ScannedRow;
+pub use scan::{ScanArena, ScannedRow};
 pub use seq::{Seq, SeqRangeError, MAX_SAFE_INTEGER};
 pub use session::{
     fold_surface, fold_window, AppendPlan, BatchMark, Fold, SeedOptions, Session, StalePlanError,

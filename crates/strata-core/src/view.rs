@@ -30,11 +30,32 @@ pub(crate) enum View<'a> {
     /// A number's text.
     Number(Cow<'a, str>),
     Str(Cow<'a, str>),
-    Array(Vec<View<'a>>),
-    Object(Vec<(Cow<'a, str>, View<'a>)>),
+    Array(Entries<'a, View<'a>>),
+    Object(Entries<'a, (Cow<'a, str>, View<'a>)>),
     /// A value below the materialized depth (or a string with escapes, see the `scan`
     /// module), as its raw JSON text.
     Deep(&'a str),
+}
+
+/// A container's entries: owned (a view serde parsed) or in a scan's arena (the `scan`
+/// module: a decoder's views take no allocation of their own, and are dropped by resetting
+/// the arena). Arena entries are only ever borrowed text and arena entries, so nothing in an
+/// arena needs dropping.
+#[derive(Debug)]
+pub(crate) enum Entries<'a, T> {
+    Owned(Vec<T>),
+    Arena(&'a [T]),
+}
+
+impl<T> std::ops::Deref for Entries<'_, T> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        match self {
+            Entries::Owned(entries) => entries,
+            Entries::Arena(entries) => entries,
+        }
+    }
 }
 
 impl<'a> View<'a> {
@@ -294,7 +315,7 @@ impl<'de> Visitor<'de> for ViewVisitor {
         })? {
             items.push(item);
         }
-        Ok(View::Array(items))
+        Ok(View::Array(Entries::Owned(items)))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<View<'de>, A::Error> {
         let mut members = Vec::new();
@@ -308,7 +329,7 @@ impl<'de> Visitor<'de> for ViewVisitor {
             })?;
             members.push((key, value));
         }
-        Ok(View::Object(members))
+        Ok(View::Object(Entries::Owned(members)))
     }
 }
 

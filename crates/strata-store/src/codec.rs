@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 use strata_core::json::non_negative_safe_integer;
 use strata_core::{
-    AcceptError, Event, EventType, Generation, RawEvent, ScannedRow, Seq, SessionHeader,
+    AcceptError, Event, EventType, Generation, RawEvent, ScanArena, ScannedRow, Seq, SessionHeader,
 };
 
 use crate::lines::{LineError, LineScanner, LineScannerConfig, DEFAULT_MAX_RECORD_LEN};
@@ -356,21 +356,25 @@ pub(crate) fn decode_event_line_at(
     line: &[u8],
     location: impl Fn() -> Location,
 ) -> Result<RawEvent, CodecError> {
-    scan_event_line_at(line, location).map(ScannedRow::into_raw)
+    scan_event_line_at(line, None, location).map(ScannedRow::into_raw)
 }
 
-/// [`decode_event_line_at`] keeping the payload borrowed from `line`, with the view of it the
-/// one-pass scan built ([`ScannedRow`]): a decoding thread shares the payloads of its batch and
-/// checks each row ahead without parsing any payload twice.
-pub(crate) fn scan_event_line_at(
-    line: &[u8],
+/// [`decode_event_line_at`] keeping the payload borrowed from `line` and, given an arena, the
+/// view of it the one-pass scan built ([`ScannedRow`]): a decoding thread shares the payloads
+/// of its batch and checks each row ahead without parsing any payload twice.
+pub(crate) fn scan_event_line_at<'a>(
+    line: &'a [u8],
+    arena: Option<&'a ScanArena>,
     location: impl Fn() -> Location,
-) -> Result<ScannedRow<'_>, CodecError> {
+) -> Result<ScannedRow<'a>, CodecError> {
     // One SIMD UTF-8 check of the whole line lets the row be read as a `str`, so the payload
     // captured as raw text is not validated a second time (that was ~13 % of a scan). A line
     // that is not UTF-8 takes serde's byte path, for serde's own error and position.
     let parsed = match simdutf8::basic::from_utf8(line) {
-        Ok(text) => ScannedRow::scan(text),
+        Ok(text) => match arena {
+            Some(arena) => ScannedRow::scan_in(text, arena),
+            None => ScannedRow::scan(text),
+        },
         Err(_) => RawEvent::from_json_slice(line).map(ScannedRow::from),
     };
     let row = parsed.map_err(|error| CodecError::Json {

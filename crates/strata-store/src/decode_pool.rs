@@ -33,7 +33,7 @@ use std::collections::VecDeque;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::thread;
 
-use strata_core::{Generation, PrecheckedRow, RawEvent, ScannedRow};
+use strata_core::{Generation, PrecheckedRow, RawEvent, ScanArena, ScannedRow};
 
 use crate::error::StoreError;
 use crate::store::{EventRows, TornInfo};
@@ -66,12 +66,14 @@ pub(crate) trait RecordSource: Send + 'static {
 
 /// Turns one record into the row the source's sequential reading yields (same errors).
 pub(crate) trait RecordDecoder: Clone + Send + 'static {
-    /// Decodes the record on `line` (0 when the store has no lines), the row at `seq`.
+    /// Decodes the record on `line` (0 when the store has no lines), the row at `seq`; with
+    /// an arena, also the view of its payload that checking it ahead reads.
     fn decode<'a>(
         &self,
         line: u64,
         seq: u64,
         bytes: &'a [u8],
+        arena: Option<&'a ScanArena>,
     ) -> Result<ScannedRow<'a>, StoreError>;
 }
 
@@ -386,14 +388,16 @@ struct DecoderChannels {
 
 /// A decoder thread: decodes its batches in the order it receives them.
 fn decode_jobs<D: RecordDecoder>(decoder: &D, mode: Mode, channels: &DecoderChannels) {
-    // Reused for every batch: the payload texts of a batch pass through it into one block.
+    // Reused for every batch: the payload texts of a batch pass through it into one block, and
+    // the rows' views live in the arena until they are checked.
     let mut scratch = String::new();
+    let mut arena = ScanArena::new();
     while let Ok(job) = channels.jobs.recv() {
         let mut rows = channels.spare_rows.try_recv().unwrap_or_default();
         rows.clear();
         let (result, last) = match job {
             Job::Records(batch, progress) => {
-                decode_batch(decoder, mode, &batch, &mut scratch, &mut rows);
+                decode_batch(decoder, mode, &batch, &mut scratch, &mut arena, &mut rows);
                 // The reader may have ended; the batch is then simply dropped.
                 let _ = channels.spare_batches.send(batch);
                 let failed = rows.back().is_some_and(Result::is_err);
@@ -418,13 +422,17 @@ fn decode_batch<D: RecordDecoder>(
     mode: Mode,
     batch: &RecordBatch,
     scratch: &mut String,
+    arena: &mut ScanArena,
     rows: &mut Rows,
 ) {
+    arena.reset();
+    // Views are only for checking rows ahead.
+    let arena = matches!(mode, Mode::Checked(_)).then_some(&*arena);
     let mut scanned = Vec::with_capacity(batch.records.len());
     let mut failure = None;
     let mut start = 0;
     for &(line, seq, end) in &batch.records {
-        match decoder.decode(line, seq, &batch.bytes[start..end]) {
+        match decoder.decode(line, seq, &batch.bytes[start..end], arena) {
             Ok(row) => scanned.push(row),
             Err(error) => {
                 failure = Some(error);

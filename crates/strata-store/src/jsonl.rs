@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use strata_core::json::non_negative_safe_integer;
-use strata_core::{Event, Generation, RawEvent, ScannedRow, SessionHeader};
+use strata_core::{Event, Generation, RawEvent, ScanArena, ScannedRow, SessionHeader};
 
 use crate::codec::{
     encode_event_line, encode_header_line, scan_event_line_at, JsonlReader, Location, ReaderOptions,
@@ -781,13 +781,14 @@ impl RecordDecoder for RowDecoder {
         line: u64,
         seq: u64,
         bytes: &'a [u8],
+        arena: Option<&'a ScanArena>,
     ) -> Result<ScannedRow<'a>, StoreError> {
         let location = || {
             Location::line(line)
                 .with_file(Some(&self.path))
                 .with_seq(Some(seq))
         };
-        let row = scan_event_line_at(bytes, location)?;
+        let row = scan_event_line_at(bytes, arena, location)?;
         let event = row.envelope();
         if self.check_seqs && event.seq_number() != Some(seq) {
             return Err(StoreError::Corrupt {
@@ -815,7 +816,9 @@ impl Iterator for JsonlRows {
         }
         let decoder = &self.decoder;
         let decoded = self.source.next_record(&self.path, |line, seq, bytes| {
-            decoder.decode(line, seq, bytes).map(ScannedRow::into_raw)
+            decoder
+                .decode(line, seq, bytes, None)
+                .map(ScannedRow::into_raw)
         });
         match decoded {
             None => self.finish().err().map(Err),

@@ -32,8 +32,8 @@ use rusqlite::types::{Value as SqlValue, ValueRef};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::Value;
 use strata_core::{
-    Checkpoint, Event, EventSource, RawEvent, ReplaceSpelling, ScannedRow, Seq, SessionHeader,
-    SourceError, SurfaceMeta,
+    Checkpoint, Event, EventSource, RawEvent, ReplaceSpelling, ScanArena, ScannedRow, Seq,
+    SessionHeader, SourceError, SurfaceMeta,
 };
 
 use crate::codec::{
@@ -219,7 +219,7 @@ impl SqliteBackend {
         self.read_lines_on(conn, id, from_seq, limit, |expected, row| {
             line.clear();
             self.row_line(id, row, expected, &mut line)?;
-            events.push(decoder.decode(0, expected, &line)?.into_raw());
+            events.push(decoder.decode(0, expected, &line, None)?.into_raw());
             Ok(())
         })?;
         Ok(events)
@@ -503,10 +503,14 @@ impl RecordDecoder for SqliteRowDecoder {
         _line: u64,
         seq: u64,
         bytes: &'a [u8],
+        arena: Option<&'a ScanArena>,
     ) -> Result<ScannedRow<'a>, StoreError> {
         // As the line codec does: one SIMD UTF-8 check lets the row be read as text.
         let parsed = match simdutf8::basic::from_utf8(bytes) {
-            Ok(text) => ScannedRow::scan(text),
+            Ok(text) => match arena {
+                Some(arena) => ScannedRow::scan_in(text, arena),
+                None => ScannedRow::scan(text),
+            },
             Err(_) => RawEvent::from_json_slice(bytes).map(ScannedRow::from),
         };
         let row = parsed.map_err(|error| StoreError::Corrupt {

@@ -37,7 +37,8 @@ fn describe<'n, N: Node<'n>>(node: N) -> Value {
 /// Checks `line` both ways; returns whether the scanner claimed it.
 fn agrees(line: &str) -> bool {
     let serde = RawEvent::from_json_str(line);
-    let scanned = ScannedRow::scan(line);
+    let arena = ScanArena::new();
+    let scanned = ScannedRow::scan_in(line, &arena);
     match (&serde, &scanned) {
         (Err(expected), Err(found)) => {
             assert_eq!(found.to_string(), expected.to_string(), "{line}");
@@ -49,8 +50,13 @@ fn agrees(line: &str) -> bool {
     let (Ok(expected), Ok(row)) = (serde, scanned) else {
         return false;
     };
-    let claimed = scan_envelope(line).is_some();
+    let claimed = scan_envelope(line, Some(&arena.0)).is_some();
     assert_eq!(row.is_scanned(), claimed, "{line}");
+    // Without an arena the same row, and no view.
+    let (plain, no_view) = ScannedRow::scan(line).unwrap().into_parts();
+    assert!(no_view.is_none());
+    assert_eq!(plain.to_value(), expected.to_value(), "{line}");
+    assert_eq!(plain.order, expected.order, "{line}");
     let (found, view) = row.into_parts();
     assert_eq!(found.malformed, expected.malformed, "{line}");
     assert_eq!(found.null_row, expected.null_row, "{line}");
