@@ -14,6 +14,7 @@
 //! append could commit an event that `Session::restore` later refuses. Appends
 //! to older generations keep upstream's behaviour (docs/v0-rules.md).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -101,7 +102,8 @@ pub(crate) enum MetaInput {
     },
     /// Raw JSON (wire rows, dynamic appends): every shape rule applies.
     Raw {
-        surface_op: Option<Value>,
+        /// Borrowed for the plain `"append"` of a stored row (no allocation per row).
+        surface_op: Option<Cow<'static, Value>>,
         sources: Option<Value>,
     },
 }
@@ -428,7 +430,7 @@ pub(crate) fn accept_existing(
             surface_op,
             source_event_seqs,
         } => MetaInput::Raw {
-            surface_op: surface_op.as_deref().cloned(),
+            surface_op: surface_op.as_deref().cloned().map(Cow::Owned),
             sources: source_event_seqs.as_deref().cloned(),
         },
     };
@@ -517,12 +519,13 @@ pub(crate) fn decode_envelope(mut raw: RawEvent, generation: Generation) -> Opti
         Some(Value::Bool(true)) => true,
         Some(_) => return None,
     };
+    let surface_op = raw.take_surface_op();
     let data = raw.data?;
-    let meta = if raw.surface_op.is_none() && raw.source_event_seqs.is_none() {
+    let meta = if surface_op.is_none() && raw.source_event_seqs.is_none() {
         MetaInput::None
     } else {
         MetaInput::Raw {
-            surface_op: raw.surface_op.map(|value| *value),
+            surface_op,
             sources: raw.source_event_seqs.map(|value| *value),
         }
     };
@@ -552,7 +555,8 @@ fn meta_is_lossless(meta: &MetaInput) -> bool {
             surface_op,
             sources,
         } => {
-            surface_op.as_ref().is_none_or(is_lossless) && sources.as_ref().is_none_or(is_lossless)
+            surface_op.as_deref().is_none_or(is_lossless)
+                && sources.as_ref().is_none_or(is_lossless)
         }
     }
 }
@@ -990,7 +994,7 @@ fn meta_parts(meta: &MetaInput) -> MetaParts<'_> {
         MetaInput::Raw {
             surface_op,
             sources,
-        } => (surface_op.as_ref(), sources.as_ref(), None),
+        } => (surface_op.as_deref(), sources.as_ref(), None),
         MetaInput::Typed { op, sources } => (None, None, Some((*op, sources.as_deref()))),
         MetaInput::Accepted { op, sources } => (None, None, Some((*op, sources.as_deref()))),
     }

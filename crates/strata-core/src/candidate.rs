@@ -159,7 +159,7 @@ impl Candidate {
             MetaInput::None
         } else {
             MetaInput::Raw {
-                surface_op,
+                surface_op: surface_op.map(std::borrow::Cow::Owned),
                 sources: source_event_seqs,
             }
         };

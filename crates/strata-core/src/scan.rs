@@ -263,16 +263,24 @@ fn scan_envelope<'a>(text: &'a str, arena: Option<&'a bumpalo::Bump>) -> Option<
                     }
                     payload = Some(text.get(start..scanner.pos)?);
                 }
+                EnvelopeKey::SurfaceOp
+                    if text
+                        .get(start..)
+                        .is_some_and(|rest| rest.starts_with("\"append\"")) =>
+                {
+                    scanner.string(false)?;
+                    raw.append_op = true;
+                }
                 EnvelopeKey::SurfaceOp | EnvelopeKey::SourceEventSeqs | EnvelopeKey::Ignorable => {
                     scanner.skip(0)?;
                     // Rare fields, kept as values: serde builds them from the validated text.
                     let value: Value = serde_json::from_str(text.get(start..scanner.pos)?).ok()?;
-                    let slot = match key {
-                        EnvelopeKey::SurfaceOp => &mut raw.surface_op,
-                        EnvelopeKey::SourceEventSeqs => &mut raw.source_event_seqs,
-                        _ => &mut raw.ignorable,
-                    };
-                    *slot = Some(Box::new(value));
+                    let value = Box::new(value);
+                    match key {
+                        EnvelopeKey::SurfaceOp => raw.surface_op = Some(value),
+                        EnvelopeKey::SourceEventSeqs => raw.source_event_seqs = Some(value),
+                        _ => raw.ignorable = Some(value),
+                    }
                 }
             }
             scanner.spaces();

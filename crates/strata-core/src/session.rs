@@ -1270,7 +1270,7 @@ pub(crate) fn standalone_event(candidate: Candidate, seq: Seq, time: i64) -> Eve
             surface_op,
             sources,
         } => SurfaceMeta::Opaque {
-            surface_op: surface_op.map(Box::new),
+            surface_op: surface_op.map(|op| Box::new(op.into_owned())),
             source_event_seqs: sources.map(Box::new),
         },
     };

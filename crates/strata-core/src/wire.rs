@@ -33,6 +33,9 @@ pub struct RawEvent {
     pub(crate) source_event_seqs: Option<Box<Value>>,
     pub(crate) ignorable: Option<Box<Value>>,
     pub(crate) order: Option<KeyOrder>,
+    /// `surfaceOp` was the plain `"append"` nearly every surface event carries (a third of a
+    /// log's rows), held without a value. Invariant: `surface_op` is then `None`.
+    pub(crate) append_op: bool,
     /// The row was not a JSON object, or had a key outside the envelope.
     pub(crate) malformed: bool,
     /// The row was JSON `null` (v0 readers fail on it differently from other non-objects).
@@ -102,6 +105,7 @@ impl RawEvent {
             source_event_seqs,
             ignorable: event.ignorable.then(|| Box::new(Value::Bool(true))),
             order: Some(event.order),
+            append_op: false,
             malformed: false,
             null_row: false,
         }
@@ -139,7 +143,10 @@ impl RawEvent {
                 }
                 return;
             }
-            "surfaceOp" => (&mut self.surface_op, EnvelopeKey::SurfaceOp),
+            "surfaceOp" => {
+                self.append_op = false;
+                (&mut self.surface_op, EnvelopeKey::SurfaceOp)
+            }
             "sourceEventSeqs" => (&mut self.source_event_seqs, EnvelopeKey::SourceEventSeqs),
             "ignorable" => (&mut self.ignorable, EnvelopeKey::Ignorable),
             _ => {
@@ -259,6 +266,9 @@ impl RawEvent {
 
     /// The `surfaceOp` value as written.
     pub fn surface_op(&self) -> Option<&Value> {
+        if self.append_op {
+            return Some(&APPEND_OP);
+        }
         self.surface_op.as_deref()
     }
 
@@ -280,6 +290,7 @@ impl RawEvent {
 
     /// Replaces `surfaceOp` (migrations respell replace endpoints).
     pub fn set_surface_op(&mut self, value: Option<Value>) {
+        self.append_op = false;
         self.surface_op = value.map(Box::new);
     }
 
@@ -342,7 +353,7 @@ impl RawEvent {
                 EnvelopeKey::SourceEventSeqs => {
                     ("sourceEventSeqs", self.source_event_seqs.as_deref())
                 }
-                EnvelopeKey::SurfaceOp => ("surfaceOp", self.surface_op.as_deref()),
+                EnvelopeKey::SurfaceOp => ("surfaceOp", self.surface_op()),
                 EnvelopeKey::Ignorable => ("ignorable", self.ignorable.as_deref()),
             };
             if let Some(value) = value {
@@ -447,6 +458,20 @@ impl<'de> Visitor<'de> for RawEventVisitor {
     fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<RawEvent, A::Error> {
         while seq.next_element::<IgnoredAny>()?.is_some() {}
         Ok(not_an_object())
+    }
+}
+
+/// The `surfaceOp` a row with [`RawEvent::append_op`] carries.
+pub(crate) static APPEND_OP: std::sync::LazyLock<Value> =
+    std::sync::LazyLock::new(|| Value::from("append"));
+
+impl RawEvent {
+    /// The `surfaceOp` as written, borrowed for the plain append (no allocation per row).
+    pub(crate) fn take_surface_op(&mut self) -> Option<Cow<'static, Value>> {
+        if std::mem::take(&mut self.append_op) {
+            return Some(Cow::Borrowed(&*APPEND_OP));
+        }
+        self.surface_op.take().map(|value| Cow::Owned(*value))
     }
 }
 

@@ -196,3 +196,13 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_plain_append_is_held_without_a_value() {
+    let line =
+        r#"{"type":"user/message","seq":0,"time":1,"data":{"role":"user"},"surfaceOp":"append"}"#;
+    let row = ScannedRow::scan(line).unwrap();
+    assert!(row.envelope().append_op && row.envelope().surface_op.is_none());
+    assert_eq!(row.envelope().surface_op(), Some(&json!("append")));
+    assert!(agrees(line));
+}
