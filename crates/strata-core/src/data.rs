@@ -18,7 +18,8 @@
 //!
 //! [`RawEvent::share_payloads`]: crate::RawEvent::share_payloads
 
-use arcstr::ArcStr;
+use std::sync::Arc;
+
 use once_cell::race::OnceBox;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -37,9 +38,12 @@ pub struct Data {
 
 /// JSON text: `len` bytes at `start` of a shared, immutable block (16 bytes). `len ==
 /// WHOLE` means the whole block, whatever its length (a payload with a block of its own).
+///
+/// The block is an `Arc<String>` (a thin pointer to the string it was built in): a batch's
+/// block is filled once and moved behind the `Arc`, never copied again.
 #[derive(Clone)]
 pub(crate) struct Text {
-    block: ArcStr,
+    block: Arc<String>,
     start: u32,
     len: u32,
 }
@@ -51,7 +55,7 @@ impl Text {
     /// Text that is its own block.
     pub(crate) fn whole(text: &str) -> Text {
         Text {
-            block: ArcStr::from(text),
+            block: Arc::new(text.to_owned()),
             start: 0,
             len: WHOLE,
         }
@@ -69,26 +73,22 @@ impl Text {
             .unwrap_or("null")
     }
 
-    /// Moves `texts` into one new block (through `scratch`, reused across calls), returning
-    /// their handles in order; `None` when the block would not fit 32-bit offsets.
-    pub(crate) fn share<'t>(
-        texts: impl Iterator<Item = &'t str> + Clone,
-        scratch: &mut String,
-    ) -> Option<Vec<Text>> {
+    /// Copies `texts` into one new block, returning their handles in order; `None` when the
+    /// block would not fit 32-bit offsets.
+    pub(crate) fn share<'t>(texts: impl Iterator<Item = &'t str> + Clone) -> Option<Vec<Text>> {
         let total: usize = texts.clone().map(str::len).sum();
         if u32::try_from(total).map_or(true, |total| total == WHOLE) {
             return None;
         }
-        scratch.clear();
-        scratch.reserve(total);
+        let mut block = String::with_capacity(total);
         let mut spans = Vec::new();
         for text in texts {
             // Both fit: their sum is below `WHOLE`.
-            let start = scratch.len() as u32;
+            let start = block.len() as u32;
             spans.push((start, text.len() as u32));
-            scratch.push_str(text);
+            block.push_str(text);
         }
-        let block = ArcStr::from(scratch.as_str());
+        let block = Arc::new(block);
         Some(
             spans
                 .into_iter()

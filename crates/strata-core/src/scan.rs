@@ -145,10 +145,10 @@ impl<'a> ScannedRow<'a> {
     }
 
     /// Moves the payloads of `rows` (borrowed or decoded by serde) into one shared block, as
-    /// [`RawEvent::share_payloads`] does for rows; `scratch` is reused across calls.
-    pub fn share_payloads(rows: &mut [ScannedRow<'a>], scratch: &mut String) {
+    /// [`RawEvent::share_payloads`] does for rows.
+    pub fn share_payloads(rows: &mut [ScannedRow<'a>]) {
         let texts = rows.iter().filter_map(ScannedRow::unshared_payload);
-        let Some(shared) = Text::share(texts, scratch) else {
+        let Some(shared) = Text::share(texts) else {
             return;
         };
         let mut shared = shared.into_iter();

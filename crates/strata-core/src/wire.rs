@@ -244,14 +244,14 @@ impl RawEvent {
 
     /// Moves the stored payload texts of `rows` into one shared block: a decoder calls this on
     /// each batch of rows it decoded, so a load makes one long-lived allocation per batch
-    /// instead of one per event (see the `data` module). `scratch` is a buffer reused across
-    /// calls. Rows keep their payloads when the batch's texts exceed 4 GiB in all.
-    pub fn share_payloads(rows: &mut [RawEvent], scratch: &mut String) {
+    /// instead of one per event (see the `data` module). Rows keep their payloads when the
+    /// batch's texts exceed 4 GiB in all.
+    pub fn share_payloads(rows: &mut [RawEvent]) {
         let texts = rows.iter().filter_map(|row| match &row.data {
             Some(Payload::Raw(raw)) => Some(raw.get()),
             _ => None,
         });
-        let Some(shared) = crate::data::Text::share(texts, scratch) else {
+        let Some(shared) = crate::data::Text::share(texts) else {
             return;
         };
         let mut shared = shared.into_iter();
@@ -734,8 +734,7 @@ mod share_tests {
             .iter()
             .map(|row| row.data_json().map(str::to_owned))
             .collect();
-        let mut scratch = String::new();
-        RawEvent::share_payloads(&mut rows, &mut scratch);
+        RawEvent::share_payloads(&mut rows);
         let after: Vec<Option<String>> = rows
             .iter()
             .map(|row| row.data_json().map(str::to_owned))
@@ -743,9 +742,9 @@ mod share_tests {
         assert_eq!(after, before);
         assert_eq!(after[3].as_deref(), Some("[1, 2 ,3]"));
         assert!(matches!(rows[0].data, Some(crate::data::Payload::Text(_))));
-        // A second batch reuses the scratch buffer and gets blocks of its own.
+        // A second batch gets a block of its own.
         let mut again = vec![RawEvent::from_json_str(lines[1]).unwrap()];
-        RawEvent::share_payloads(&mut again, &mut scratch);
+        RawEvent::share_payloads(&mut again);
         assert_eq!(again[0].data_json(), Some(r#"{"turn":1}"#));
         assert_eq!(rows[1].data_json(), Some(r#"{"turn":1}"#));
     }

@@ -388,16 +388,14 @@ struct DecoderChannels {
 
 /// A decoder thread: decodes its batches in the order it receives them.
 fn decode_jobs<D: RecordDecoder>(decoder: &D, mode: Mode, channels: &DecoderChannels) {
-    // Reused for every batch: the payload texts of a batch pass through it into one block, and
-    // the rows' views live in the arena until they are checked.
-    let mut scratch = String::new();
+    // Reused for every batch: the rows' views live in the arena until they are checked.
     let mut arena = ScanArena::new();
     while let Ok(job) = channels.jobs.recv() {
         let mut rows = channels.spare_rows.try_recv().unwrap_or_default();
         rows.clear();
         let (result, last) = match job {
             Job::Records(batch, progress) => {
-                decode_batch(decoder, mode, &batch, &mut scratch, &mut arena, &mut rows);
+                decode_batch(decoder, mode, &batch, &mut arena, &mut rows);
                 // The reader may have ended; the batch is then simply dropped.
                 let _ = channels.spare_batches.send(batch);
                 let failed = rows.back().is_some_and(Result::is_err);
@@ -421,7 +419,6 @@ fn decode_batch<D: RecordDecoder>(
     decoder: &D,
     mode: Mode,
     batch: &RecordBatch,
-    scratch: &mut String,
     arena: &mut ScanArena,
     rows: &mut Rows,
 ) {
@@ -441,7 +438,7 @@ fn decode_batch<D: RecordDecoder>(
         }
         start = end;
     }
-    ScannedRow::share_payloads(&mut scanned, scratch);
+    ScannedRow::share_payloads(&mut scanned);
     rows.extend(
         scanned
             .into_iter()

@@ -432,7 +432,7 @@ impl PostgresBackend {
             events.push(decode_row(row, &location, from_seq + offset as u64)?);
         }
         // One block for the page's payloads rather than one allocation each.
-        RawEvent::share_payloads(&mut events, &mut String::new());
+        RawEvent::share_payloads(&mut events);
         Ok(events)
     }
 
