@@ -83,22 +83,16 @@ impl<'a> ScannedRow<'a> {
     /// the shape strata and dsh write, else through serde (same result, same errors). The
     /// payload is validated but no view of it is built: for a reader that wants rows.
     pub fn scan(text: &'a str) -> Result<ScannedRow<'a>, serde_json::Error> {
-        ScannedRow::scan_with(text, None)
+        ScannedRow::scan_in(text, None)
     }
 
-    /// [`ScannedRow::scan`] also building the view of the payload its rules read, in `arena`,
-    /// for [`PrecheckedRow::check_scanned`](crate::PrecheckedRow::check_scanned).
+    /// [`ScannedRow::scan`] also building, given an arena, the view of the payload its rules
+    /// read, for [`PrecheckedRow::check_scanned`](crate::PrecheckedRow::check_scanned).
     pub fn scan_in(
         text: &'a str,
-        arena: &'a ScanArena,
+        arena: Option<&'a ScanArena>,
     ) -> Result<ScannedRow<'a>, serde_json::Error> {
-        ScannedRow::scan_with(text, Some(&arena.0))
-    }
-
-    fn scan_with(
-        text: &'a str,
-        arena: Option<&'a bumpalo::Bump>,
-    ) -> Result<ScannedRow<'a>, serde_json::Error> {
+        let arena = arena.map(|arena| &arena.0);
         if let Some(row) = scan_envelope(text, arena) {
             return Ok(row);
         }
@@ -418,14 +412,14 @@ impl<'a> Scanner<'a> {
     fn skip(&mut self, nesting: u32) -> Option<()> {
         match self.peek()? {
             b'"' => self.string(false).map(drop),
-            b'{' => self.members(nesting, |scanner, nesting| {
+            b'{' => self.container(b'}', nesting, |scanner, nesting| {
                 scanner.string(false)?;
                 scanner.spaces();
                 scanner.eat(b':')?;
                 scanner.spaces();
                 scanner.skip(nesting)
             }),
-            b'[' => self.elements(nesting, |scanner, nesting| scanner.skip(nesting)),
+            b'[' => self.container(b']', nesting, |scanner, nesting| scanner.skip(nesting)),
             b't' => self.literal(b"true"),
             b'f' => self.literal(b"false"),
             b'n' => self.literal(b"null"),
@@ -433,7 +427,7 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// The entries of a container opened by `open`, each read by `entry`.
+    /// The entries of the container at the cursor, closed by `close`, each read by `entry`.
     fn container(
         &mut self,
         close: u8,
@@ -459,22 +453,6 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn members(
-        &mut self,
-        nesting: u32,
-        entry: impl FnMut(&mut Scanner<'a>, u32) -> Option<()>,
-    ) -> Option<()> {
-        self.container(b'}', nesting, entry)
-    }
-
-    fn elements(
-        &mut self,
-        nesting: u32,
-        entry: impl FnMut(&mut Scanner<'a>, u32) -> Option<()>,
-    ) -> Option<()> {
-        self.container(b']', nesting, entry)
-    }
-
     /// A value's view, materializing containers at depths `< depth` (as `View::parse`).
     fn view(&mut self, depth: u8, nesting: u32) -> Option<View<'a>> {
         let start = self.pos;
@@ -493,7 +471,7 @@ impl<'a> Scanner<'a> {
             }
             b'{' => {
                 let mut members = bumpalo::collections::Vec::new_in(self.arena?);
-                self.members(nesting, |scanner, nesting| {
+                self.container(b'}', nesting, |scanner, nesting| {
                     let (key, escaped) = scanner.string(true)?;
                     if escaped || (members.is_empty() && key == NUMBER_TOKEN) {
                         return None;
@@ -508,7 +486,7 @@ impl<'a> Scanner<'a> {
             }
             b'[' => {
                 let mut items = bumpalo::collections::Vec::new_in(self.arena?);
-                self.elements(nesting, |scanner, nesting| {
+                self.container(b']', nesting, |scanner, nesting| {
                     items.push(scanner.view(depth - 1, nesting)?);
                     Some(())
                 })?;

@@ -371,10 +371,7 @@ pub(crate) fn scan_event_line_at<'a>(
     // captured as raw text is not validated a second time (that was ~13 % of a scan). A line
     // that is not UTF-8 takes serde's byte path, for serde's own error and position.
     let parsed = match simdutf8::basic::from_utf8(line) {
-        Ok(text) => match arena {
-            Some(arena) => ScannedRow::scan_in(text, arena),
-            None => ScannedRow::scan(text),
-        },
+        Ok(text) => ScannedRow::scan_in(text, arena),
         Err(_) => RawEvent::from_json_slice(line).map(ScannedRow::from),
     };
     let row = parsed.map_err(|error| CodecError::Json {

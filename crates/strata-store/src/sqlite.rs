@@ -507,10 +507,7 @@ impl RecordDecoder for SqliteRowDecoder {
     ) -> Result<ScannedRow<'a>, StoreError> {
         // As the line codec does: one SIMD UTF-8 check lets the row be read as text.
         let parsed = match simdutf8::basic::from_utf8(bytes) {
-            Ok(text) => match arena {
-                Some(arena) => ScannedRow::scan_in(text, arena),
-                None => ScannedRow::scan(text),
-            },
+            Ok(text) => ScannedRow::scan_in(text, arena),
             Err(_) => RawEvent::from_json_slice(bytes).map(ScannedRow::from),
         };
         let row = parsed.map_err(|error| StoreError::Corrupt {
