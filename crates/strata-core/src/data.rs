@@ -73,9 +73,30 @@ impl Text {
             .unwrap_or("null")
     }
 
+    /// Moves the payload texts of a batch of rows into one new block: `text` gives a row's
+    /// text not yet shared, `set` hands the row its handle. Rows keep their texts when the
+    /// block would not fit 32-bit offsets.
+    pub(crate) fn share_among<T>(
+        rows: &mut [T],
+        text: impl Fn(&T) -> Option<&str>,
+        mut set: impl FnMut(&mut T, Text),
+    ) {
+        let Some(shared) = Text::share(rows.iter().filter_map(&text)) else {
+            return;
+        };
+        let mut shared = shared.into_iter();
+        for row in rows.iter_mut() {
+            if text(row).is_some() {
+                if let Some(handle) = shared.next() {
+                    set(row, handle);
+                }
+            }
+        }
+    }
+
     /// Copies `texts` into one new block, returning their handles in order; `None` when the
     /// block would not fit 32-bit offsets.
-    pub(crate) fn share<'t>(texts: impl Iterator<Item = &'t str> + Clone) -> Option<Vec<Text>> {
+    fn share<'t>(texts: impl Iterator<Item = &'t str> + Clone) -> Option<Vec<Text>> {
         let total: usize = texts.clone().map(str::len).sum();
         if u32::try_from(total).map_or(true, |total| total == WHOLE) {
             return None;

@@ -141,19 +141,10 @@ impl<'a> ScannedRow<'a> {
     /// Moves the payloads of `rows` (borrowed or decoded by serde) into one shared block, as
     /// [`RawEvent::share_payloads`] does for rows.
     pub fn share_payloads(rows: &mut [ScannedRow<'a>]) {
-        let texts = rows.iter().filter_map(ScannedRow::unshared_payload);
-        let Some(shared) = Text::share(texts) else {
-            return;
-        };
-        let mut shared = shared.into_iter();
-        for row in rows.iter_mut() {
-            if row.unshared_payload().is_some() {
-                if let Some(text) = shared.next() {
-                    row.raw.data = Some(Payload::Text(text));
-                    row.payload = None;
-                }
-            }
-        }
+        Text::share_among(rows, ScannedRow::unshared_payload, |row, text| {
+            row.raw.data = Some(Payload::Text(text));
+            row.payload = None;
+        });
     }
 
     /// The payload text not yet in a shared block.

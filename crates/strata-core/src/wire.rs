@@ -247,21 +247,14 @@ impl RawEvent {
     /// instead of one per event (see the `data` module). Rows keep their payloads when the
     /// batch's texts exceed 4 GiB in all.
     pub fn share_payloads(rows: &mut [RawEvent]) {
-        let texts = rows.iter().filter_map(|row| match &row.data {
-            Some(Payload::Raw(raw)) => Some(raw.get()),
-            _ => None,
-        });
-        let Some(shared) = crate::data::Text::share(texts) else {
-            return;
-        };
-        let mut shared = shared.into_iter();
-        for row in rows.iter_mut() {
-            if let Some(Payload::Raw(_)) = &row.data {
-                if let Some(text) = shared.next() {
-                    row.data = Some(Payload::Text(text));
-                }
-            }
-        }
+        crate::data::Text::share_among(
+            rows,
+            |row| match &row.data {
+                Some(Payload::Raw(raw)) => Some(raw.get()),
+                _ => None,
+            },
+            |row, text| row.data = Some(Payload::Text(text)),
+        );
     }
 
     /// The `surfaceOp` value as written.

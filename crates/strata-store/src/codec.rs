@@ -367,18 +367,25 @@ pub(crate) fn scan_event_line_at<'a>(
     arena: Option<&'a ScanArena>,
     location: impl Fn() -> Location,
 ) -> Result<ScannedRow<'a>, CodecError> {
-    // One SIMD UTF-8 check of the whole line lets the row be read as a `str`, so the payload
-    // captured as raw text is not validated a second time (that was ~13 % of a scan). A line
-    // that is not UTF-8 takes serde's byte path, for serde's own error and position.
-    let parsed = match simdutf8::basic::from_utf8(line) {
-        Ok(text) => ScannedRow::scan_in(text, arena),
-        Err(_) => RawEvent::from_json_slice(line).map(ScannedRow::from),
-    };
-    let row = parsed.map_err(|error| CodecError::Json {
+    let row = scan_json_row(line, arena).map_err(|error| CodecError::Json {
         location: location(),
         detail: error.to_string(),
     })?;
     row.try_map_envelope(|raw| expand_sources_at(raw, location))
+}
+
+/// Decodes one stored row's JSON (a JSONL line, or a SQLite row rebuilt as one). One SIMD
+/// UTF-8 check of the whole row lets it be read as a `str`, so the payload is not validated a
+/// second time (that was ~13 % of a scan); a row that is not UTF-8 takes serde's byte path,
+/// for serde's own error and position.
+pub(crate) fn scan_json_row<'a>(
+    bytes: &'a [u8],
+    arena: Option<&'a ScanArena>,
+) -> Result<ScannedRow<'a>, serde_json::Error> {
+    match simdutf8::basic::from_utf8(bytes) {
+        Ok(text) => ScannedRow::scan_in(text, arena),
+        Err(_) => RawEvent::from_json_slice(bytes).map(ScannedRow::from),
+    }
 }
 
 /// Expands a range-encoded `sourceEventSeqs` in a decoded row (bounded by the row's own seq),

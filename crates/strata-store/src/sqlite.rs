@@ -37,7 +37,8 @@ use strata_core::{
 };
 
 use crate::codec::{
-    decode_header_line, encode_header_line, expand_sources, write_range_sources, Location,
+    decode_header_line, encode_header_line, expand_sources, scan_json_row, write_range_sources,
+    Location,
 };
 use crate::decode_pool::{DecodePool, RecordBatch, RecordDecoder, RecordSource};
 use crate::error::StoreError;
@@ -505,12 +506,7 @@ impl RecordDecoder for SqliteRowDecoder {
         bytes: &'a [u8],
         arena: Option<&'a ScanArena>,
     ) -> Result<ScannedRow<'a>, StoreError> {
-        // As the line codec does: one SIMD UTF-8 check lets the row be read as text.
-        let parsed = match simdutf8::basic::from_utf8(bytes) {
-            Ok(text) => ScannedRow::scan_in(text, arena),
-            Err(_) => RawEvent::from_json_slice(bytes).map(ScannedRow::from),
-        };
-        let row = parsed.map_err(|error| StoreError::Corrupt {
+        let row = scan_json_row(bytes, arena).map_err(|error| StoreError::Corrupt {
             location: self.location.to_string(),
             line: None,
             seq: Some(seq),
