@@ -31,11 +31,13 @@
 
 use std::collections::VecDeque;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
+use std::sync::Arc;
 use std::thread;
 
 use strata_core::{Generation, PrecheckedRow, RawEvent, ScanArena, ScannedRow};
 
 use crate::error::StoreError;
+use crate::mapped::Window;
 use crate::store::{EventRows, TornInfo};
 
 /// A log read as undecoded records, for the pool's reading thread.
@@ -93,19 +95,23 @@ const RESULTS_IN_FLIGHT: usize = 2;
 /// Decoders at most, whatever the machine offers.
 const MAX_DECODERS: usize = 4;
 
-/// Complete records copied out of the reader's buffer, for a decoder to own.
+/// Complete records for a decoder: copied out of the reader's buffer, or (a raw log's body,
+/// see `mapped`) ranges of one mapped window of the log, held until the batch is decoded.
 #[derive(Default)]
 pub(crate) struct RecordBatch {
     bytes: Vec<u8>,
-    /// `(line, seq, end)`: a record ends at `end` in `bytes` and starts where the previous ends.
-    records: Vec<(u64, u64, usize)>,
+    /// The window the records lie in, when they were not copied into `bytes`.
+    window: Option<Arc<Window>>,
+    /// `(line, seq, start, end)`: a record is `start..end` of `bytes` (or of the window).
+    records: Vec<(u64, u64, usize, usize)>,
 }
 
 impl RecordBatch {
     /// Appends one record.
     pub(crate) fn push(&mut self, line: u64, seq: u64, bytes: &[u8]) {
+        let start = self.bytes.len();
         self.bytes.extend_from_slice(bytes);
-        self.records.push((line, seq, self.bytes.len()));
+        self.records.push((line, seq, start, self.bytes.len()));
     }
 
     /// Appends one record written by `write` straight into the batch (nothing is kept when it
@@ -119,7 +125,7 @@ impl RecordBatch {
         let start = self.bytes.len();
         match write(&mut self.bytes) {
             Ok(()) => {
-                self.records.push((line, seq, self.bytes.len()));
+                self.records.push((line, seq, start, self.bytes.len()));
                 Ok(())
             }
             Err(error) => {
@@ -129,9 +135,37 @@ impl RecordBatch {
         }
     }
 
+    /// Appends one record lying at `range` of `window`. Every record of a batch lies in one
+    /// window: the source hands out a batch before it maps the next.
+    pub(crate) fn push_mapped(
+        &mut self,
+        window: &Arc<Window>,
+        line: u64,
+        seq: u64,
+        range: std::ops::Range<usize>,
+    ) {
+        debug_assert!(self
+            .window
+            .as_ref()
+            .is_none_or(|held| Arc::ptr_eq(held, window)));
+        if self.window.is_none() {
+            self.window = Some(window.clone());
+        }
+        self.records.push((line, seq, range.start, range.end));
+    }
+
+    /// The bytes the records index.
+    fn source(&self) -> &[u8] {
+        match &self.window {
+            Some(window) => window,
+            None => &self.bytes,
+        }
+    }
+
     /// Empties the batch, keeping its buffers for the next.
     fn clear(&mut self) {
         self.bytes.clear();
+        self.window = None;
         self.records.clear();
     }
 
@@ -142,7 +176,11 @@ impl RecordBatch {
 
     /// Whether the batch should be handed out.
     pub(crate) fn is_full(&self) -> bool {
-        self.bytes.len() >= BATCH_BYTES || self.records.len() >= BATCH_RECORDS
+        let n_bytes = match (&self.window, self.records.first(), self.records.last()) {
+            (Some(_), Some(first), Some(last)) => last.3 - first.2,
+            _ => self.bytes.len(),
+        };
+        n_bytes >= BATCH_BYTES || self.records.len() >= BATCH_RECORDS
     }
 }
 
@@ -394,8 +432,10 @@ fn decode_jobs<D: RecordDecoder>(decoder: &D, mode: Mode, channels: &DecoderChan
         let mut rows = channels.spare_rows.try_recv().unwrap_or_default();
         rows.clear();
         let (result, last) = match job {
-            Job::Records(batch, progress) => {
+            Job::Records(mut batch, progress) => {
                 decode_batch(decoder, mode, &batch, &mut arena, &mut rows);
+                // Unmaps the batch's window as soon as no batch needs it.
+                batch.clear();
                 // The reader may have ended; the batch is then simply dropped.
                 let _ = channels.spare_batches.send(batch);
                 let failed = rows.back().is_some_and(Result::is_err);
@@ -427,23 +467,32 @@ fn decode_batch<D: RecordDecoder>(
     let arena = matches!(mode, Mode::Checked(_)).then_some(&*arena);
     let mut scanned = Vec::with_capacity(batch.records.len());
     let mut failure = None;
-    let mut start = 0;
-    for &(line, seq, end) in &batch.records {
-        match decoder.decode(line, seq, &batch.bytes[start..end], arena) {
+    let source = batch.source();
+    for &(line, seq, start, end) in &batch.records {
+        let Some(bytes) = source.get(start..end) else {
+            // Cannot happen (`push*` records ranges of the batch's bytes); reported, not
+            // skipped, should it ever.
+            failure = Some(StoreError::io(
+                "decode",
+                "",
+                std::io::Error::other(format!("record at line {line} outside its batch")),
+            ));
+            break;
+        };
+        match decoder.decode(line, seq, bytes, arena) {
             Ok(row) => scanned.push(row),
             Err(error) => {
                 failure = Some(error);
                 break;
             }
         }
-        start = end;
     }
     ScannedRow::share_payloads(&mut scanned);
     rows.extend(
         scanned
             .into_iter()
             .zip(&batch.records)
-            .map(|(row, &(_, seq, _))| {
+            .map(|(row, &(_, seq, _, _))| {
                 Ok(match mode {
                     Mode::Raw => Decoded::Raw(row.into_raw()),
                     Mode::Checked(generation) => {

@@ -80,6 +80,7 @@ mod jsonl;
 mod layout;
 mod lines;
 mod lock;
+mod mapped;
 mod memory;
 mod postgres;
 mod ranges;

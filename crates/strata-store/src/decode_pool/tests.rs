@@ -29,14 +29,18 @@ fn log_bytes(n_events: u64) -> (Vec<u8>, usize) {
     (bytes, session.events().len())
 }
 
+/// Writes a log into a directory of its own: a file is never rewritten in place, as a pool
+/// that stopped early may still be reading it through a mapped window (see `mapped`).
 fn write(dir: &Path, bytes: &[u8]) -> PathBuf {
+    let dir = tempfile::tempdir_in(dir).unwrap().keep();
     let path = dir.join("session.v3.jsonl");
     std::fs::write(&path, bytes).unwrap();
     path
 }
 
+/// The rows the line reader yields on the reading thread: the reference.
 fn sequential(path: &Path) -> (Vec<Result<RawEvent, String>>, JsonlRows) {
-    let mut rows = JsonlRows::open(path, false, DEFAULT_MAX_RECORD_LEN).unwrap();
+    let mut rows = JsonlRows::open(path, false, DEFAULT_MAX_RECORD_LEN, false).unwrap();
     let read = rows
         .by_ref()
         .map(|row| row.map_err(|error| error.to_string()))
@@ -44,8 +48,10 @@ fn sequential(path: &Path) -> (Vec<Result<RawEvent, String>>, JsonlRows) {
     (read, rows)
 }
 
+/// The rows the pool yields, the body read through mapped windows.
 fn pooled(path: &Path) -> (Vec<Result<RawEvent, String>>, DecodePool<JsonlRows>) {
-    let mut pool = DecodePool::new(JsonlRows::open(path, false, DEFAULT_MAX_RECORD_LEN).unwrap());
+    let mut pool =
+        DecodePool::new(JsonlRows::open(path, false, DEFAULT_MAX_RECORD_LEN, true).unwrap());
     let read = pool
         .by_ref()
         .map(|row| row.map_err(|error: StoreError| error.to_string()))
@@ -121,7 +127,7 @@ fn rows_checked_ahead_restore_the_same_session() {
     let dir = tempfile::tempdir().unwrap();
     let (bytes, n_events) = log_bytes(6_000);
     let path = write(dir.path(), &bytes);
-    let rows = JsonlRows::open(&path, false, DEFAULT_MAX_RECORD_LEN).unwrap();
+    let rows = JsonlRows::open(&path, false, DEFAULT_MAX_RECORD_LEN, true).unwrap();
     let header = rows.header().clone();
     let (expected, _) = sequential(&path);
     let plain = Session::restore(
@@ -148,7 +154,7 @@ fn dropping_the_rows_part_way_stops_the_threads() {
     let path = write(dir.path(), &bytes);
     for taken in [0, 1, 1_500] {
         let mut pool =
-            DecodePool::new(JsonlRows::open(&path, false, DEFAULT_MAX_RECORD_LEN).unwrap());
+            DecodePool::new(JsonlRows::open(&path, false, DEFAULT_MAX_RECORD_LEN, true).unwrap());
         for _ in 0..taken {
             pool.next().unwrap().unwrap();
         }
