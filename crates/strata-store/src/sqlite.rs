@@ -55,6 +55,11 @@ use crate::store::{
 /// The schema this build reads and writes (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = 1;
 
+/// Page size of a new database, in bytes. A log is read start to end far more often than a
+/// row is rewritten: at SQLite's default 4 KiB, a full load of a million ~1 KB events was
+/// ~285,000 `pread` calls on the reading thread; 16 KiB pages make that a quarter.
+const PAGE_SIZE: u32 = 16 * 1024;
+
 /// `PRAGMA application_id` of a strata database: "STRA".
 pub const APPLICATION_ID: i64 = 0x5354_5241;
 
@@ -573,6 +578,8 @@ fn initialise(path: &Path, conn: &Connection) -> Result<(), StoreError> {
     };
     let (application_id, user_version) = (pragma("application_id")?, pragma("user_version")?);
     if application_id == 0 && user_version == 0 {
+        conn.execute_batch(&format!("PRAGMA page_size = {PAGE_SIZE}"))
+            .map_err(sql("set page_size"))?;
         conn.execute_batch("BEGIN IMMEDIATE")
             .map_err(sql("begin schema transaction"))?;
         let result = (|| {

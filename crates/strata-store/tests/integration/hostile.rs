@@ -183,6 +183,38 @@ fn a_database_of_another_schema_version_is_refused_naming_both() {
     let _ = Kind::Memory;
 }
 
+#[test]
+fn a_new_database_has_16_kib_pages_and_one_with_4_kib_pages_still_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let page_size = |path: &Path| -> i64 {
+        rusqlite_connection(path)
+            .query_row("PRAGMA page_size", [], |row| row.get(0))
+            .unwrap()
+    };
+    let fresh = dir.path().join("fresh.db");
+    drop(strata_store::SqliteBackend::open(&fresh).unwrap());
+    assert_eq!(page_size(&fresh), 16 * 1024);
+
+    // A database an earlier build made, at SQLite's default page size.
+    let older = dir.path().join("older.db");
+    rusqlite_connection(&older)
+        .execute_batch("PRAGMA page_size = 4096; VACUUM;")
+        .unwrap();
+    let store = strata_store::Store::sqlite(&older).unwrap();
+    assert_eq!(page_size(&older), 4096);
+    let writer = store.create(header_for("older")).unwrap();
+    let turns = strata_store::synth::turn_candidates(1, 0, 64);
+    let n = turns.len();
+    writer.append(turns, 1).unwrap();
+    writer.close().unwrap();
+    assert_eq!(store.load("older").unwrap().len(), n + 1);
+    assert_eq!(
+        page_size(&older),
+        4096,
+        "pages are never resized under a user"
+    );
+}
+
 fn rusqlite_connection(path: &Path) -> rusqlite::Connection {
     rusqlite::Connection::open(path).unwrap()
 }
