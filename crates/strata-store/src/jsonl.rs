@@ -79,7 +79,8 @@ pub struct JsonlConfig {
     /// per load than copying it through `read`. The price: a program that truncates or
     /// rewrites a log's complete records in place while strata reads it stops the reader with
     /// `SIGBUS` instead of handing it changed bytes. strata and dsh never do that (they append,
-    /// and truncate only a torn tail); turn it off where another machine may (NFS).
+    /// and truncate only a torn tail); turn it off where another machine may (NFS). Default:
+    /// [`mapped_reads_by_default`].
     pub mapped_reads: bool,
 }
 
@@ -91,9 +92,16 @@ impl JsonlConfig {
             compression,
             max_record_len: DEFAULT_MAX_RECORD_LEN,
             zstd_level: DEFAULT_LEVEL,
-            mapped_reads: true,
+            mapped_reads: mapped_reads_by_default(),
         }
     }
+}
+
+/// Whether raw logs are read through mapped windows unless configured otherwise: yes, except
+/// where the operator set `STRATA_NO_MMAP` (to anything but empty or `0`), for file systems on
+/// which another machine may rewrite a log in place (see [`JsonlConfig::mapped_reads`]).
+pub fn mapped_reads_by_default() -> bool {
+    std::env::var_os("STRATA_NO_MMAP").is_none_or(|value| value.is_empty() || value == "0")
 }
 
 /// The JSONL [`Backend`].
@@ -1401,7 +1409,12 @@ pub fn is_zstd_file(path: &Path) -> Result<bool, StoreError> {
 /// validate FILE`, `strata import FILE`).
 pub fn scan_log(path: &Path) -> Result<LogStream<'static>, StoreError> {
     let zstd = is_zstd_file(path)?;
-    let mut rows = JsonlRows::open(path, zstd, DEFAULT_MAX_RECORD_LEN, true)?;
+    let mut rows = JsonlRows::open(
+        path,
+        zstd,
+        DEFAULT_MAX_RECORD_LEN,
+        mapped_reads_by_default(),
+    )?;
     rows.decoder.check_seqs = false;
     Ok(rows.into_stream())
 }
