@@ -17,7 +17,8 @@
 //! - Records, line numbers, seqs and errors are the line reader's: line 1 is the header, every
 //!   record (without its `\n`) is one line, a record longer than the limit is refused with the
 //!   line reader's error, the first error ends the read. A body whose torn tail is itself
-//!   longer than the limit, or a file that cannot be mapped, is left to the line reader.
+//!   longer than the limit, or a file whose first window cannot be mapped, is left to the line
+//!   reader.
 //! - A window ends on a record boundary or at a record too long for it (then the next window
 //!   starts at that record and is made long enough), and every record handed out lies wholly
 //!   in one window. A batch of records holds its window (an `Arc`) until it is decoded, so a
@@ -84,7 +85,7 @@ impl MappedBody {
         max_record_len: usize,
     ) -> Option<MappedBody> {
         let body_end = last_record_end(file, header_end, file_len, max_record_len)?;
-        Some(MappedBody {
+        let mut body = MappedBody {
             file: file.try_clone().ok()?,
             path: path.to_path_buf(),
             max_record_len,
@@ -94,7 +95,12 @@ impl MappedBody {
             pos: header_end,
             line: 2,
             seq: 0,
-        })
+        };
+        // A file system that cannot map files (some FUSE ones) is found here, not mid-read.
+        if body.pos < body.body_end {
+            body.map_next().ok()?;
+        }
+        Some(body)
     }
 
     /// Offset just past the last record handed out (header included).
