@@ -3,8 +3,9 @@
 //!
 //! - `SessionWriter::append` durable events/s at batch 1 and 64 per backend, vs a bare
 //!   `write + fdatasync` loop of the same bytes;
-//! - full load of an N-event log (raw, zstd, SQLite) for two event sizes: wall time, MB/s of
-//!   plaintext, peak RSS, vs the bare read (+ decompress) + `serde_json` tokenize floor. Every
+//! - full load of an N-event log (raw, zstd, SQLite) for two event sizes: wall time, CPU time
+//!   (every thread; over wall time, the cores a phase kept busy), MB/s of plaintext, peak RSS,
+//!   vs the bare read (+ decompress) + `serde_json` tokenize floor. Every
 //!   phase runs in a fresh child process (so peak RSS is per phase), once with the system
 //!   allocator and once with mimalloc: `floor` tokenizes into `IgnoredAny`; `keep` also keeps
 //!   every record's bytes (the least a load that holds the log adds: first-touching that much
@@ -104,7 +105,7 @@ static GLOBAL: Switch = Switch;
 
 mod support;
 
-use support::{env_u64, peak_rss};
+use support::{cpu_seconds, env_u64, peak_rss};
 
 const ID: &str = "bench";
 const LOAD_BATCH: usize = 512;
@@ -321,7 +322,13 @@ fn child(mode: &str, kind: Kind, dir: &Path) {
         other => panic!("unknown mode {other}"),
     };
     let elapsed = start.elapsed();
-    println!("{} {} {}", elapsed.as_secs_f64(), peak_rss(), n_events);
+    println!(
+        "{} {} {} {}",
+        elapsed.as_secs_f64(),
+        peak_rss(),
+        n_events,
+        cpu_seconds()
+    );
     drop(held);
 }
 
@@ -390,7 +397,8 @@ fn floor_load(kind: Kind, path: &Path, keep: Option<&mut Vec<Box<[u8]>>>) -> u64
     n.saturating_sub(1) // the header line
 }
 
-fn run_child(args: &[&str], alloc: &str) -> (f64, u64, u64) {
+/// Runs a child phase: `(wall seconds, peak RSS, events, CPU seconds)`.
+fn run_child(args: &[&str], alloc: &str) -> (f64, u64, u64, f64) {
     let output = Command::new(std::env::current_exe().unwrap())
         .args(args)
         .env("STRATA_BENCH_ALLOC", alloc)
@@ -407,6 +415,7 @@ fn run_child(args: &[&str], alloc: &str) -> (f64, u64, u64) {
         fields[0].parse().unwrap(),
         fields[1].parse().unwrap(),
         fields[2].parse().unwrap(),
+        fields.get(3).map_or(0.0, |cpu| cpu.parse().unwrap()),
     )
 }
 
@@ -437,7 +446,7 @@ fn generate_logs(dir: &Path, n_events: u64, content_bytes: usize) {
                 .unwrap();
         }
     }
-    println!("0 {} {}", peak_rss(), events.len());
+    println!("0 {} {} {}", peak_rss(), events.len(), cpu_seconds());
 }
 
 fn bench_loads(base: &Path, content_bytes: usize) {
@@ -449,7 +458,7 @@ fn bench_loads(base: &Path, content_bytes: usize) {
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
         let start = Instant::now();
-        let (_, _, n) = run_child(
+        let (_, _, n, _) = run_child(
             &[
                 "--generate",
                 dir.to_str().unwrap(),
@@ -483,11 +492,12 @@ fn bench_loads(base: &Path, content_bytes: usize) {
         plaintext as f64 / n_stored as f64
     );
     println!(
-        "{:<8} {:<9} {:<6} {:>8} {:>8} {:>11} {:>10} {:>11} {:>10}",
+        "{:<8} {:<9} {:<6} {:>8} {:>6} {:>8} {:>11} {:>10} {:>11} {:>10}",
         "backend",
         "alloc",
         "phase",
         "wall s",
+        "cpu s",
         "MB/s",
         "peak RSS MB",
         "RSS/plain",
@@ -504,7 +514,7 @@ fn bench_loads(base: &Path, content_bytes: usize) {
             // after round, so a slow spell of the machine hits them alike instead of skewing
             // the ratios of whichever phase it fell on.
             const MODES: [&str; 4] = ["floor", "keep", "scan", "load"];
-            let mut best: [Option<(f64, u64, u64)>; 4] = [None; 4];
+            let mut best: [Option<(f64, u64, u64, f64)>; 4] = [None; 4];
             for _ in 0..runs {
                 for (slot, mode) in best.iter_mut().zip(MODES) {
                     let run = child(mode);
@@ -515,14 +525,15 @@ fn bench_loads(base: &Path, content_bytes: usize) {
             }
             let best = best.map(Option::unwrap);
             let (floor, keep) = (best[0], best[1]);
-            for (mode, (seconds, rss, n)) in MODES.into_iter().zip(best) {
+            for (mode, (seconds, rss, n, cpu)) in MODES.into_iter().zip(best) {
                 assert_eq!(n, n_stored, "{mode} {kind:?} read {n} events");
                 println!(
-                    "{:<8} {:<9} {:<6} {:>8.3} {:>8.0} {:>11.0} {:>9.2}x {:>10.2}x {:>9.2}x",
+                    "{:<8} {:<9} {:<6} {:>8.3} {:>6.2} {:>8.0} {:>11.0} {:>9.2}x {:>10.2}x {:>9.2}x",
                     kind.name(),
                     alloc,
                     mode,
                     seconds,
+                    cpu,
                     mb / seconds,
                     rss as f64 / 1e6,
                     rss as f64 / plaintext as f64,
