@@ -1,5 +1,5 @@
-//! Parallel decoding of a stored log: one thread reads records (JSONL lines, or SQLite rows
-//! rebuilt as their JSONL lines), a pool of threads decodes them (and, for a restore, runs the
+//! Parallel decoding of a stored log: one thread reads records (JSONL lines, ranges of a raw
+//! log's mapped windows, or SQLite rows rebuilt as their JSONL lines), a pool of threads decodes them (and, for a restore, runs the
 //! core's event-local rules on them), and the caller receives the rows in log order.
 //!
 //! A full load is mostly per-row work that needs no other row: JSON decoding, the payload's
@@ -18,7 +18,8 @@
 //!   travels as the next batch in sequence, so it arrives after every row before it.
 //! - Memory stays bounded: each decoder holds at most [`JOBS_IN_FLIGHT`] batches (about
 //!   [`BATCH_BYTES`] or [`BATCH_RECORDS`] records each; a SQLite page of rows) and has at most
-//!   [`RESULTS_IN_FLIGHT`] decoded batches waiting.
+//!   [`RESULTS_IN_FLIGHT`] decoded batches waiting. A batch of mapped records holds its
+//!   window only until it is decoded (the decoder then clears it).
 //! - Buffers go back where they came from: a decoder returns each record batch to the reader,
 //!   the consumer returns each emptied row batch to its decoder. A batch freed on another
 //!   thread than the one that filled it went back to that thread's heap, which glibc then
