@@ -546,4 +546,4 @@ impl<S: RecordSource> EventRows for DecodePool<S> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -14,7 +14,7 @@ use crate::lines::DEFAULT_MAX_RECORD_LEN;
 use crate::store::EventRows;
 
 /// A V3 log of about `n_events` synthetic events (several pool batches), as file bytes.
-fn log_bytes(n_events: u64) -> (Vec<u8>, usize) {
+pub(crate) fn log_bytes(n_events: u64) -> (Vec<u8>, usize) {
     let session = generate(&SynthConfig {
         events: n_events,
         id: "pool".to_owned(),
@@ -31,7 +31,7 @@ fn log_bytes(n_events: u64) -> (Vec<u8>, usize) {
 
 /// Writes a log into a directory of its own: a file is never rewritten in place, as a pool
 /// that stopped early may still be reading it through a mapped window (see `mapped`).
-fn write(dir: &Path, bytes: &[u8]) -> PathBuf {
+pub(crate) fn write(dir: &Path, bytes: &[u8]) -> PathBuf {
     let dir = tempfile::tempdir_in(dir).unwrap().keep();
     let path = dir.join("session.v3.jsonl");
     std::fs::write(&path, bytes).unwrap();

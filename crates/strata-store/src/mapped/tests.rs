@@ -2,13 +2,13 @@
 //! same first error (line, seq, message), the same torn tail and progress, on the reading
 //! thread and through the decode pool.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::codec::{encode_event_line, encode_header_line};
+use crate::codec::encode_header_line;
+use crate::decode_pool::tests::{log_bytes, write};
 use crate::decode_pool::DecodePool;
 use crate::jsonl::JsonlRows;
 use crate::store::{EventRows, TornInfo};
-use strata_core::synth::{generate, SynthConfig};
 use strata_core::RawEvent;
 
 /// What a read of a log shows: its rows (values or error messages), torn tail and progress.
@@ -49,14 +49,6 @@ enum How {
     Lines,
     Mapped,
     Pool,
-}
-
-/// Writes `bytes` as a log in a directory of its own (never rewritten in place).
-fn write(dir: &Path, bytes: &[u8]) -> PathBuf {
-    let dir = tempfile::tempdir_in(dir).unwrap().keep();
-    let path = dir.join("session.v3.jsonl");
-    std::fs::write(&path, bytes).unwrap();
-    path
 }
 
 /// Whether a log opens with its body mapped (else it is left to the line reader).
@@ -108,17 +100,7 @@ fn line(seq: u64, text_len: usize) -> Vec<u8> {
 #[test]
 fn every_prefix_of_a_log_reads_alike() {
     let dir = tempfile::tempdir().unwrap();
-    let session = generate(&SynthConfig {
-        events: 24,
-        id: "mapped".to_owned(),
-        ..SynthConfig::default()
-    })
-    .unwrap();
-    let mut bytes = Vec::new();
-    encode_header_line(session.header(), &mut bytes).unwrap();
-    for event in session.events() {
-        encode_event_line(event, &mut bytes);
-    }
+    let (bytes, _) = log_bytes(24);
     // Every cut in the header, the first records and the last ones; a sample between.
     let ends: Vec<usize> = bytes
         .iter()
