@@ -186,6 +186,44 @@ fn concurrent_appends_are_group_committed_and_dense() {
 }
 
 #[test]
+fn loads_while_a_writer_appends_see_a_growing_valid_prefix() {
+    // A reader never sees a record half written: a raw log is read up to its last newline
+    // when the read starts (through mapped windows), a zstd one up to its last whole frame,
+    // a database as of its last commit.
+    for kind in durable() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(kind, dir.path());
+        let writer = store.create(header("live", 1)).unwrap();
+        let n_turns = 60;
+        let writing = std::sync::atomic::AtomicBool::new(true);
+        thread::scope(|scope| {
+            scope.spawn(|| {
+                for _ in 0..n_turns {
+                    append_turns(&writer, 1);
+                }
+                writing.store(false, std::sync::atomic::Ordering::Release);
+            });
+            let mut seen = 0;
+            let mut n_loads = 0;
+            while writing.load(std::sync::atomic::Ordering::Acquire) || n_loads == 0 {
+                let loaded = store.load("live").unwrap_or_else(|error| {
+                    panic!("{kind:?}: a load during appends failed: {error}")
+                });
+                assert!(loaded.len() >= seen, "{kind:?}: {} < {seen}", loaded.len());
+                seen = loaded.len();
+                for row in store.scan("live").unwrap() {
+                    row.unwrap_or_else(|error| panic!("{kind:?}: {error}"));
+                }
+                n_loads += 1;
+            }
+        });
+        let n_written = writer.durable_len();
+        writer.close().unwrap();
+        assert_eq!(store.read("live").unwrap().events.len() as u64, n_written);
+    }
+}
+
+#[test]
 fn reopen_after_a_crash_closes_the_open_turn_once() {
     each_backend(|kind, store| {
         let writer = store.create(header("c", 1)).unwrap();
