@@ -27,6 +27,7 @@
 //!   while it runs are not read.
 
 use std::fs::File;
+use std::ops::Range;
 use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -64,13 +65,6 @@ pub(crate) struct MappedBody {
     line: u64,
     /// The seq the next record's row should carry.
     seq: u64,
-}
-
-/// One record: where it lies in its window.
-struct Span {
-    window: Arc<Window>,
-    start: usize,
-    end: usize,
 }
 
 impl MappedBody {
@@ -122,19 +116,14 @@ impl MappedBody {
     /// the records before it are in `batch`.
     pub(crate) fn fill(&mut self, batch: &mut RecordBatch) -> Result<bool, StoreError> {
         while !batch.is_full() {
-            if self.pos >= self.body_end {
-                return Ok(false);
-            }
-            let Some(span) = self.span_in_window() else {
-                if batch.len() > 0 {
-                    // The next record needs a new window: this batch keeps the old one.
-                    return Ok(true);
-                }
-                self.map_next()?;
-                continue;
+            // A batch holds one window: a record past it waits for the next batch.
+            let Some(span) = self.next_span(batch.len() == 0)? else {
+                break;
             };
-            self.check_len(&span)?;
-            batch.push_mapped(&span.window, self.line, self.seq, span.start..span.end);
+            let Some((window, _)) = &self.window else {
+                return Err(self.outside_window());
+            };
+            batch.push_mapped(window, self.line, self.seq, span.clone());
             self.advance(&span);
         }
         Ok(self.pos < self.body_end)
@@ -145,35 +134,56 @@ impl MappedBody {
         &mut self,
         take: impl FnOnce(u64, u64, &[u8]) -> T,
     ) -> Option<Result<T, StoreError>> {
-        loop {
-            if self.pos >= self.body_end {
-                return None;
-            }
-            let Some(span) = self.span_in_window() else {
-                if let Err(error) = self.map_next() {
-                    return Some(Err(error));
+        let span = match self.next_span(true) {
+            Ok(span) => span?,
+            Err(error) => return Some(Err(error)),
+        };
+        let Some(bytes) = self
+            .window
+            .as_ref()
+            .and_then(|(window, _)| window.get(span.clone()))
+        else {
+            return Some(Err(self.outside_window()));
+        };
+        let taken = take(self.line, self.seq, bytes);
+        self.advance(&span);
+        Some(Ok(taken))
+    }
+
+    /// Cannot happen (a span is found in the current window); reported, never skipped.
+    fn outside_window(&self) -> StoreError {
+        StoreError::io(
+            "read",
+            &self.path,
+            std::io::Error::other(format!("record at line {} outside its window", self.line)),
+        )
+    }
+
+    /// Where the next record lies in the current window, mapping the next window first when
+    /// it ends past this one (unless `!remap`); `None` at the end of the body, or when a new
+    /// window is needed and `!remap`. A record over the limit is refused.
+    fn next_span(&mut self, remap: bool) -> Result<Option<Range<usize>>, StoreError> {
+        while self.pos < self.body_end {
+            if let Some(span) = self.span_in_window() {
+                if span.len() > self.max_record_len {
+                    return Err(self.too_large());
                 }
-                continue;
-            };
-            if let Err(error) = self.check_len(&span) {
-                return Some(Err(error));
+                return Ok(Some(span));
             }
-            let taken = take(self.line, self.seq, &span.window[span.start..span.end]);
-            self.advance(&span);
-            return Some(Ok(taken));
+            if !remap {
+                return Ok(None);
+            }
+            self.map_next()?;
         }
+        Ok(None)
     }
 
     /// The next record, when it ends inside the current window.
-    fn span_in_window(&self) -> Option<Span> {
+    fn span_in_window(&self) -> Option<Range<usize>> {
         let (window, window_start) = self.window.as_ref()?;
         let start = usize::try_from(self.pos.checked_sub(*window_start)?).ok()?;
         let end = start + memchr::memchr(b'\n', window.get(start..)?)?;
-        Some(Span {
-            window: window.clone(),
-            start,
-            end,
-        })
+        Some(start..end)
     }
 
     /// Maps the window that starts at the next record: [`WINDOW_LEN`] bytes, or as many as
@@ -211,13 +221,6 @@ impl MappedBody {
         Ok(())
     }
 
-    fn check_len(&self, span: &Span) -> Result<(), StoreError> {
-        if span.end - span.start > self.max_record_len {
-            return Err(self.too_large());
-        }
-        Ok(())
-    }
-
     /// The line reader's error for the record at `pos`.
     fn too_large(&self) -> StoreError {
         StoreError::from(CodecError::TooLarge {
@@ -229,8 +232,8 @@ impl MappedBody {
         })
     }
 
-    fn advance(&mut self, span: &Span) {
-        self.pos += (span.end - span.start) as u64 + 1;
+    fn advance(&mut self, span: &Range<usize>) {
+        self.pos += span.len() as u64 + 1;
         self.line += 1;
         self.seq += 1;
     }
