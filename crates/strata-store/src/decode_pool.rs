@@ -1,6 +1,8 @@
-//! Parallel decoding of a stored log: one thread reads records (JSONL lines, ranges of a raw
-//! log's mapped windows, or SQLite rows rebuilt as their JSONL lines), a pool of threads decodes them (and, for a restore, runs the
-//! core's event-local rules on them), and the caller receives the rows in log order.
+//! Parallel decoding of a stored log: one thread reads records (JSONL lines, or ranges of a raw
+//! log's mapped windows), a pool of threads decodes them (and, for a restore, runs the core's
+//! event-local rules on them), and the caller receives the rows in log order. A log any thread
+//! can read a page of ([`PageSource`]: SQLite rows, rebuilt as their JSONL lines) has no
+//! reading thread: each decoder reads its own pages on its own connection.
 //!
 //! A full load is mostly per-row work that needs no other row: JSON decoding, the payload's
 //! copy, the data and shape rules. One reading thread could not keep up with that (it was the
@@ -9,17 +11,19 @@
 //!
 //! Invariants:
 //! - Rows arrive in log order, as the source's own sequential reading yields them, errors
-//!   included: batch `k` goes to decoder `k mod n` and the consumer takes batch `k` from it,
-//!   so order never depends on thread timing. The first error is the last row; a decoder may
-//!   have decoded rows past it, which are dropped unseen. (One difference: a SQLite row that
-//!   cannot be rebuilt ends the rows right after the rows before it, where a sequential page
-//!   read reported it in place of its whole page.)
+//!   included: batch (or page) `k` goes to decoder `k mod n` and the consumer takes batch `k`
+//!   from it, so order never depends on thread timing. A page that is not full is the last
+//!   the consumer takes, whatever later pages a decoder found. The first error is the last
+//!   row; a decoder may have decoded rows past it, which are dropped unseen. (One difference:
+//!   a SQLite row that cannot be rebuilt ends the rows right after the rows before it, where a
+//!   sequential page read reported it in place of its whole page.)
 //! - What the reader reports (an I/O error, an oversized record, the end and its torn tail)
 //!   travels as the next batch in sequence, so it arrives after every row before it.
 //! - Memory stays bounded: each decoder holds at most [`JOBS_IN_FLIGHT`] batches (about
 //!   [`BATCH_BYTES`] or [`BATCH_RECORDS`] records each; a SQLite page of rows) and has at most
-//!   [`RESULTS_IN_FLIGHT`] decoded batches waiting. A batch of mapped records holds its
-//!   window only until it is decoded (the decoder then clears it).
+//!   [`RESULTS_IN_FLIGHT`] decoded batches waiting (a paged decoder: the page it reads, and as
+//!   many decoded). A batch of mapped records holds its window only until it is decoded (the
+//!   decoder then clears it).
 //! - Buffers go back where they came from: a decoder returns each record batch to the reader,
 //!   the consumer returns each emptied row batch to its decoder. A batch freed on another
 //!   thread than the one that filled it went back to that thread's heap, which glibc then
@@ -65,6 +69,56 @@ pub(crate) trait RecordSource: Send + 'static {
 
     /// Where the log lives, for messages.
     fn location(&self) -> String;
+
+    /// The log's pages, when any thread can read one on its own ([`PageSource`]).
+    type Pages: PageSource;
+
+    /// The pages of what is left to read, when reading them on the decoders is worth it
+    /// (else the pool's reading thread reads with [`RecordSource::fill`]).
+    fn pages(&self) -> Option<Arc<Self::Pages>>;
+}
+
+/// A log any thread can read a page of on its own (SQLite: a run of rows by seq, on the
+/// thread's own connection). Each decoder then reads the pages it decodes: page `k` on decoder
+/// `k mod n`, the order the consumer takes them in, so no reading thread copies every record
+/// across to a decoder.
+pub(crate) trait PageSource: Send + Sync + 'static {
+    /// One thread's means of reading (its own connection).
+    type Reader;
+
+    /// Opens a reader, on the thread that will use it.
+    fn open_reader(&self) -> Result<Self::Reader, StoreError>;
+
+    /// Fills `batch` with page `index`: `Ok(true)` when the page is full (more may follow).
+    /// On an error, the records read before it are in `batch`.
+    fn fill_page(
+        &self,
+        reader: &mut Self::Reader,
+        index: u64,
+        batch: &mut RecordBatch,
+    ) -> Result<bool, StoreError>;
+
+    /// How far the read has got once page `index` is read (see [`EventRows::progress`]).
+    fn progress(&self, index: u64) -> Option<(u64, u64)>;
+}
+
+/// The pages of a source that has none.
+pub(crate) enum NoPages {}
+
+impl PageSource for NoPages {
+    type Reader = ();
+
+    fn open_reader(&self) -> Result<(), StoreError> {
+        match *self {}
+    }
+
+    fn fill_page(&self, _: &mut (), _: u64, _: &mut RecordBatch) -> Result<bool, StoreError> {
+        match *self {}
+    }
+
+    fn progress(&self, _: u64) -> Option<(u64, u64)> {
+        match *self {}
+    }
 }
 
 /// Turns one record into the row the source's sequential reading yields (same errors).
@@ -210,6 +264,8 @@ type Rows = VecDeque<Result<Decoded, StoreError>>;
 /// From a decoder to the consumer, in sequence.
 enum Done {
     Rows(Rows, Option<(u64, u64)>),
+    /// The last rows (a page that was not full, or that ended in an error).
+    Last(Rows, Option<(u64, u64)>),
     End(Option<TornInfo>, Option<(u64, u64)>),
 }
 
@@ -240,6 +296,23 @@ struct Running {
     current: Rows,
     /// The decoder `current` came from.
     current_from: usize,
+    /// `current` holds the last rows.
+    last: bool,
+}
+
+impl Running {
+    /// Makes `rows`, from the decoder whose turn it was, the current batch (`last`: the end
+    /// follows it), and returns the emptied batch to its decoder.
+    fn take(&mut self, rows: Rows, last: bool) {
+        self.last = last;
+        let emptied = std::mem::replace(&mut self.current, rows);
+        if let Some(spare) = self.spare_rows.get(self.current_from) {
+            // The decoder may have ended; its buffer is then simply dropped.
+            let _ = spare.send(emptied);
+        }
+        self.current_from = self.turn;
+        self.turn = (self.turn + 1) % self.results.len();
+    }
 }
 
 impl<S: RecordSource> DecodePool<S> {
@@ -261,6 +334,13 @@ impl<S: RecordSource> DecodePool<S> {
             .map_or(1, |n| n.get())
             .clamp(1, MAX_DECODERS);
         let decoder = rows.decoder();
+        if let Some(pages) = rows.pages() {
+            self.state = match start_paged(&pages, &decoder, mode, n_decoders) {
+                Some(running) => State::Running(running),
+                None => State::Sequential(rows),
+            };
+            return;
+        }
         let mut jobs = Vec::with_capacity(n_decoders);
         let mut results = Vec::with_capacity(n_decoders);
         let mut spare_rows = Vec::with_capacity(n_decoders);
@@ -303,6 +383,7 @@ impl<S: RecordSource> DecodePool<S> {
                     turn: 0,
                     current: Rows::new(),
                     current_from: 0,
+                    last: false,
                 });
             }
             Err(error) => {
@@ -316,6 +397,7 @@ impl<S: RecordSource> DecodePool<S> {
                     turn: 0,
                     current: Rows::from([row]),
                     current_from: 0,
+                    last: true,
                 });
             }
         }
@@ -347,6 +429,10 @@ impl<S: RecordSource> DecodePool<S> {
                 }
                 return Some(row);
             }
+            if running.last {
+                self.state = State::Ended;
+                return None;
+            }
             let Some(receiver) = running.results.get(running.turn) else {
                 self.state = State::Ended;
                 return None;
@@ -354,13 +440,11 @@ impl<S: RecordSource> DecodePool<S> {
             match receiver.recv() {
                 Ok(Done::Rows(rows, progress)) => {
                     self.progress = progress;
-                    let emptied = std::mem::replace(&mut running.current, rows);
-                    if let Some(spare) = running.spare_rows.get(running.current_from) {
-                        // The decoder may have ended; its buffer is then simply dropped.
-                        let _ = spare.send(emptied);
-                    }
-                    running.current_from = running.turn;
-                    running.turn = (running.turn + 1) % running.results.len();
+                    running.take(rows, false);
+                }
+                Ok(Done::Last(rows, progress)) => {
+                    self.progress = progress;
+                    running.take(rows, true);
                 }
                 Ok(Done::End(torn, progress)) => {
                     self.torn = torn;
@@ -379,6 +463,99 @@ impl<S: RecordSource> DecodePool<S> {
             State::Running(running) => running.mode,
             _ => wanted,
         }
+    }
+}
+
+/// Starts `n_decoders` threads that each read and decode their pages of `pages`; `None` when
+/// not all of them could be started (those that were end at their first send).
+fn start_paged<P: PageSource, D: RecordDecoder>(
+    pages: &Arc<P>,
+    decoder: &D,
+    mode: Mode,
+    n_decoders: usize,
+) -> Option<Running> {
+    let mut results = Vec::with_capacity(n_decoders);
+    let mut spare_rows = Vec::with_capacity(n_decoders);
+    for index in 0..n_decoders {
+        let (done_sender, done_receiver) = sync_channel(RESULTS_IN_FLIGHT);
+        let (spare_rows_sender, spare_rows_receiver) = channel();
+        let (pages, decoder) = (pages.clone(), decoder.clone());
+        let first = index as u64;
+        let step = n_decoders as u64;
+        thread::Builder::new()
+            .name(format!("strata-decode-{index}"))
+            .spawn(move || {
+                decode_pages(
+                    &*pages,
+                    &decoder,
+                    mode,
+                    (first, step),
+                    &done_sender,
+                    &spare_rows_receiver,
+                );
+            })
+            .ok()?;
+        results.push(done_receiver);
+        spare_rows.push(spare_rows_sender);
+    }
+    Some(Running {
+        mode,
+        results,
+        spare_rows,
+        turn: 0,
+        current: Rows::new(),
+        current_from: 0,
+        last: false,
+    })
+}
+
+/// A paged decoder thread: reads and decodes pages `first`, `first + step`, … until one is
+/// not full or ends in an error, which it sends as the last rows.
+fn decode_pages<P: PageSource, D: RecordDecoder>(
+    pages: &P,
+    decoder: &D,
+    mode: Mode,
+    (first, step): (u64, u64),
+    done: &SyncSender<Done>,
+    spare_rows: &Receiver<Rows>,
+) {
+    let mut reader = match pages.open_reader() {
+        Ok(reader) => reader,
+        Err(error) => {
+            let _ = done.send(Done::Last(Rows::from([Err(error)]), None));
+            return;
+        }
+    };
+    let mut arena = ScanArena::new();
+    let mut batch = RecordBatch::default();
+    let mut index = first;
+    loop {
+        batch.clear();
+        let filled = pages.fill_page(&mut reader, index, &mut batch);
+        let mut rows = spare_rows.try_recv().unwrap_or_default();
+        rows.clear();
+        decode_batch(decoder, mode, &batch, &mut arena, &mut rows);
+        let failed = rows.back().is_some_and(Result::is_err);
+        let more = match filled {
+            Ok(full) => full && !failed,
+            Err(error) => {
+                // A bad record before the failed read is the first error.
+                if !failed {
+                    rows.push_back(Err(error));
+                }
+                false
+            }
+        };
+        let progress = pages.progress(index);
+        let sent = if more {
+            done.send(Done::Rows(rows, progress))
+        } else {
+            done.send(Done::Last(rows, progress))
+        };
+        if sent.is_err() || !more {
+            return;
+        }
+        index += step;
     }
 }
 

@@ -32,7 +32,7 @@ use strata_core::{Event, Generation, RawEvent, ScanArena, ScannedRow, SessionHea
 use crate::codec::{
     encode_event_line, encode_header_line, scan_event_line_at, JsonlReader, Location, ReaderOptions,
 };
-use crate::decode_pool::{DecodePool, RecordBatch, RecordDecoder, RecordSource};
+use crate::decode_pool::{DecodePool, NoPages, RecordBatch, RecordDecoder, RecordSource};
 use crate::error::StoreError;
 use crate::frames::scan_frames;
 use crate::layout::{encode_segment, parse_session_file_name, project_key, session_file_name};
@@ -776,6 +776,12 @@ impl JsonlRows {
 
 impl RecordSource for JsonlRows {
     type Decoder = RowDecoder;
+    type Pages = NoPages;
+
+    /// A JSONL log has no pages: only its own sequential read finds where records end.
+    fn pages(&self) -> Option<Arc<NoPages>> {
+        None
+    }
 
     fn decoder(&self) -> RowDecoder {
         self.decoder.clone()

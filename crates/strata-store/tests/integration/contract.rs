@@ -189,11 +189,13 @@ fn concurrent_appends_are_group_committed_and_dense() {
 fn loads_while_a_writer_appends_see_a_growing_valid_prefix() {
     // A reader never sees a record half written: a raw log is read up to its last newline
     // when the read starts (through mapped windows), a zstd one up to its last whole frame,
-    // a database as of its last commit.
+    // a database as of its last commit (more than one page of rows is read on the decoders'
+    // own connections, each page as of the commit it finds).
     for kind in durable() {
         let dir = tempfile::tempdir().unwrap();
         let store = store(kind, dir.path());
         let writer = store.create(header("live", 1)).unwrap();
+        append_turns(&writer, 140);
         let n_turns = 60;
         let writing = std::sync::atomic::AtomicBool::new(true);
         thread::scope(|scope| {
