@@ -258,8 +258,17 @@ fn scan_envelope<'a>(text: &'a str, arena: Option<&'a bumpalo::Bump>) -> Option<
                 }
                 EnvelopeKey::SurfaceOp | EnvelopeKey::SourceEventSeqs | EnvelopeKey::Ignorable => {
                     scanner.skip(0)?;
-                    // Rare fields, kept as values: serde builds them from the validated text.
-                    let value: Value = serde_json::from_str(text.get(start..scanner.pos)?).ok()?;
+                    // Kept as values: a tool result's `[7]` is built here (a tenth of a
+                    // small-event load went to serde for it), the rarer rest by serde from
+                    // the validated text.
+                    let field = text.get(start..scanner.pos)?;
+                    let plain = (key == EnvelopeKey::SourceEventSeqs)
+                        .then(|| plain_integer_list(field))
+                        .flatten();
+                    let value: Value = match plain {
+                        Some(value) => value,
+                        None => serde_json::from_str(field).ok()?,
+                    };
                     let value = Box::new(value);
                     match key {
                         EnvelopeKey::SurfaceOp => raw.surface_op = Some(value),
@@ -287,6 +296,29 @@ fn scan_envelope<'a>(text: &'a str, arena: Option<&'a bumpalo::Bump>) -> Option<
         view,
         scanned: true,
     })
+}
+
+/// A compact list of plain integers (`[]`, `[7]`, `[3,9]`) as serde reads it, without the
+/// general parser: under `arbitrary_precision` serde keeps each number's spelling, and
+/// `Value::from` spells an integer's value alike when its text has no leading zero.
+fn plain_integer_list(text: &str) -> Option<Value> {
+    let inner = text.strip_prefix('[')?.strip_suffix(']')?;
+    if inner.is_empty() {
+        return Some(Value::Array(Vec::new()));
+    }
+    inner
+        .split(',')
+        .map(|digits| {
+            let canonical = !digits.is_empty()
+                && digits.bytes().all(|byte| byte.is_ascii_digit())
+                && (digits == "0" || !digits.starts_with('0'));
+            // Past u64, `parse` fails and serde takes the list.
+            canonical
+                .then(|| digits.parse::<u64>().ok().map(Value::from))
+                .flatten()
+        })
+        .collect::<Option<Vec<Value>>>()
+        .map(Value::Array)
 }
 
 /// A JSON number's text as the double `str::parse` gives, without the general parser for the

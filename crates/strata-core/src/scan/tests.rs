@@ -198,6 +198,41 @@ proptest! {
 }
 
 #[test]
+fn source_lists_built_without_serde_are_the_values_serde_reads() {
+    for list in [
+        "[]",
+        "[0]",
+        "[7]",
+        "[3,9,12]",
+        "[9007199254740991]",
+        "[18446744073709551615]",
+        "[18446744073709551616]",
+        "[07]",
+        "[7.0]",
+        "[7e0]",
+        "[-1]",
+        "[-0]",
+        "[ 7 ]",
+        "[7,]",
+        "[,7]",
+        "[[3,5]]",
+        "[3,[4,6]]",
+        "[\"7\"]",
+        "{}",
+    ] {
+        let line = format!(
+            r#"{{"type":"tool/result","seq":20,"time":1,"data":{{}},"sourceEventSeqs":{list}}}"#
+        );
+        agrees(&line);
+        if let Some(built) = plain_integer_list(list) {
+            let read: Value = serde_json::from_str(list).unwrap();
+            assert_eq!(built, read, "{list}");
+            assert_eq!(built.to_string(), list, "{list}");
+        }
+    }
+}
+
+#[test]
 fn a_plain_append_is_held_without_a_value() {
     let line =
         r#"{"type":"user/message","seq":0,"time":1,"data":{"role":"user"},"surfaceOp":"append"}"#;
