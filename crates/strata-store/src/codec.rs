@@ -27,7 +27,7 @@ use strata_core::{
 };
 
 use crate::lines::{LineError, LineScanner, LineScannerConfig, DEFAULT_MAX_RECORD_LEN};
-use crate::ranges::{decode_source_seqs, RangeError};
+use crate::ranges::{decode_source_seqs, is_plain_seq_list, RangeError};
 
 /// The physical V3 header keys, in dsh's write order; no other key is allowed.
 pub const V3_HEADER_KEYS: [&str; 10] = [
@@ -410,6 +410,10 @@ fn expand_sources_at(
     let Some(seq) = row_seq else {
         return Ok(raw);
     };
+    if is_plain_seq_list(stored, seq) {
+        // Decoding would give back these seqs, re-encoding this very value.
+        return Ok(raw);
+    }
     let seqs = decode_source_seqs(stored, seq).map_err(|source| CodecError::Sources {
         location: location().with_seq(Some(seq)),
         source,

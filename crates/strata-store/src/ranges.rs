@@ -235,6 +235,30 @@ pub fn decode_source_seqs(value: &Value, max_entries: u64) -> Result<Vec<u64>, R
     }
 }
 
+/// Whether `value` is a list [`decode_source_seqs`] would return as it is: at most
+/// `max_entries` seqs, each a plain integer in canonical spelling (no range, no `7.0`), so
+/// decoding and re-encoding it gives back the same value. Nearly every stored list is one (a
+/// tool result cites its one call), and the check allocates nothing.
+pub fn is_plain_seq_list(value: &Value, max_entries: u64) -> bool {
+    let Value::Array(entries) = value else {
+        return false;
+    };
+    entries.len() as u64 <= max_entries
+        && entries.iter().all(|entry| {
+            let Value::Number(number) = entry else {
+                return false;
+            };
+            let text = number.as_str();
+            // At most 16 digits, no leading zero: a canonical integer below 10^16, which the
+            // value check below bounds by 2^53 − 1.
+            !text.is_empty()
+                && text.len() <= 16
+                && text.bytes().all(|byte| byte.is_ascii_digit())
+                && (text == "0" || !text.starts_with('0'))
+                && text.parse::<u64>().is_ok_and(|seq| seq <= MAX_SAFE_SEQ)
+        })
+}
+
 /// Whether every element is greater than the one before it.
 fn is_strictly_increasing(seqs: &[u64]) -> bool {
     seqs.windows(2).all(|pair| pair[0] < pair[1])

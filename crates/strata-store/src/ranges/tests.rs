@@ -379,4 +379,41 @@ proptest! {
             Err(other) => prop_assert!(false, "unexpected {other}"),
         }
     }
+
+    /// A list `is_plain_seq_list` passes is exactly what decoding and re-encoding it as a flat
+    /// list gives back (so a reader may keep it as it is); entries are spelled every way JSON
+    /// allows, ranges included.
+    #[test]
+    fn a_plain_list_is_what_decoding_gives_back(
+        entries in prop::collection::vec(
+            prop_oneof![
+                (0..2000u64).prop_map(|seq| seq.to_string()),
+                Just(MAX_SAFE_SEQ.to_string()),
+                Just((MAX_SAFE_SEQ + 1).to_string()),
+                Just("18446744073709551616".to_owned()),
+                (0..50u64).prop_map(|seq| format!("{seq}.0")),
+                (0..50u64).prop_map(|seq| format!("{seq}e0")),
+                Just("-0".to_owned()),
+                Just("-1".to_owned()),
+                Just("0.5".to_owned()),
+                Just("\"7\"".to_owned()),
+                (0..50u64, 0..50u64).prop_map(|(a, b)| format!("[{a},{b}]")),
+            ],
+            0..8,
+        ),
+        max in 0..10u64,
+    ) {
+        let value = parse(&format!("[{}]", entries.join(",")));
+        if is_plain_seq_list(&value, max) {
+            let decoded = decode_source_seqs(&value, max).unwrap();
+            let rebuilt = Value::Array(decoded.into_iter().map(Value::from).collect());
+            prop_assert_eq!(rebuilt, value);
+        } else {
+            // Refused lists are those with something to expand, respell or reject.
+            let plain = entries.iter().all(|entry| {
+                entry.parse::<u64>().is_ok_and(|seq| seq <= MAX_SAFE_SEQ)
+            });
+            prop_assert!(!plain || entries.len() as u64 > max);
+        }
+    }
 }
