@@ -220,6 +220,15 @@ impl<'n, 'a: 'n> Node<'n> for &'n View<'a> {
             View::Deep(raw) if self.kind() == Kind::Number => raw,
             _ => return None,
         };
+        // Nearly every seq, turn and step is a plain integer of a few digits: below 10^15,
+        // so safe, and read as serde would (a viewed number is valid JSON: no leading zero).
+        let plain = !text.is_empty()
+            && text.len() <= 15
+            && text.bytes().all(|byte| byte.is_ascii_digit())
+            && (text == "0" || !text.starts_with('0'));
+        if plain {
+            return text.parse().ok();
+        }
         let value: Value = serde_json::from_str(text).ok()?;
         non_negative_safe_integer(&value)
     }
@@ -415,5 +424,40 @@ mod tests {
         assert_eq!(Node::get(&leaf, "t").unwrap().boolean(), Some(true));
         assert_eq!(Node::get(&leaf, "n").unwrap().seq_number(), Some(7));
         assert!(Node::get(&leaf, "z").unwrap().is_empty_array());
+    }
+
+    #[test]
+    fn a_viewed_number_is_a_seq_exactly_when_its_value_is_one() {
+        for text in [
+            "0",
+            "7",
+            "123456789012345",
+            "1234567890123456",
+            "9007199254740991",
+            "9007199254740992",
+            "-0",
+            "-1",
+            "7.0",
+            "7.5",
+            "7e0",
+            "7E2",
+            "1e400",
+        ] {
+            let row = format!(r#"{{"n":{text}}}"#);
+            let value: Value = serde_json::from_str(&row).unwrap();
+            let view = View::parse(&row, 2).unwrap();
+            assert_eq!(
+                Node::get(&view, "n").unwrap().seq_number(),
+                Node::get(&value, "n").unwrap().seq_number(),
+                "{text}"
+            );
+            // Built to depth 0, the number is a deep leaf; the same answer.
+            let deep = View::parse(&row, 1).unwrap();
+            assert_eq!(
+                Node::get(&deep, "n").unwrap().seq_number(),
+                Node::get(&value, "n").unwrap().seq_number(),
+                "{text}"
+            );
+        }
     }
 }
