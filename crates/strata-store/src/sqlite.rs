@@ -23,7 +23,6 @@
 //!   stored row at its last covered seq still hashes to what it recorded.
 
 use std::fs::DirBuilder;
-use std::io::Write as _;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -433,10 +432,11 @@ impl SqliteBackend {
         // The row is rebuilt as its V3 JSONL line (dsh's key order) and decoded by the line
         // codec, so the payload stays the stored text: never parsed into a tree here, never
         // re-serialized.
-        let data_len = row.get_ref(3).map_or(0, |value| match value {
+        let data = row.get_ref(3).map_err(self.sql("read events"))?;
+        let data_len = match data {
             ValueRef::Text(text) | ValueRef::Blob(text) => text.len(),
             _ => 0,
-        });
+        };
         line.reserve(data_len + 256);
         line.extend_from_slice(b"{\"type\":");
         let event_type = std::str::from_utf8(event_type)
@@ -459,7 +459,7 @@ impl SqliteBackend {
         line.extend_from_slice(b",\"time\":");
         line.extend_from_slice(number.format(time).as_bytes());
         line.extend_from_slice(b",\"data\":");
-        match row.get_ref(3).map_err(self.sql("read events"))? {
+        match data {
             ValueRef::Text(text) => line.extend_from_slice(text),
             ValueRef::Blob(blob) => {
                 let text = zstd::bulk::decompress(blob, 1 << 30)
@@ -473,11 +473,14 @@ impl SqliteBackend {
                 )))
             }
         }
-        for (index, key) in [(4, "sourceEventSeqs"), (5, "surfaceOp")] {
+        for (index, key, prefix) in [
+            (4, "sourceEventSeqs", &b",\"sourceEventSeqs\":"[..]),
+            (5, "surfaceOp", b",\"surfaceOp\":"),
+        ] {
             match row.get_ref(index).map_err(self.sql("read events"))? {
                 ValueRef::Null => {}
                 ValueRef::Text(text) => {
-                    let _ = write!(line, ",\"{key}\":");
+                    line.extend_from_slice(prefix);
                     line.extend_from_slice(text);
                 }
                 other => {
