@@ -772,6 +772,22 @@ impl JsonlRows {
         };
         Ok(())
     }
+
+    /// Copies the next records into `batch` until it is full; `Ok(false)` once the log has
+    /// ended. On an error, the records before it are in `batch`.
+    fn copy_records(&mut self, batch: &mut RecordBatch) -> Result<bool, StoreError> {
+        while !batch.is_full() {
+            let pushed = self
+                .source
+                .next_record(&self.path, |line, seq, bytes| batch.push(line, seq, bytes));
+            match pushed {
+                None => return Ok(false),
+                Some(Err(error)) => return Err(error),
+                Some(Ok(())) => {}
+            }
+        }
+        Ok(true)
+    }
 }
 
 impl RecordSource for JsonlRows {
@@ -788,36 +804,26 @@ impl RecordSource for JsonlRows {
     }
 
     fn fill(&mut self, batch: &mut RecordBatch) -> Result<bool, StoreError> {
-        if let Source::Mapped(body, _) = &mut self.source {
-            if self.done {
-                return Ok(false);
-            }
-            return match body.fill(batch) {
-                Ok(true) => Ok(true),
-                Ok(false) => {
-                    self.finish()?;
-                    Ok(false)
-                }
-                Err(error) => {
-                    self.done = true;
-                    Err(error)
-                }
-            };
+        if self.done {
+            return Ok(false);
         }
-        while !self.done && !batch.is_full() {
-            let pushed = self
-                .source
-                .next_record(&self.path, |line, seq, bytes| batch.push(line, seq, bytes));
-            match pushed {
-                None => self.finish()?,
-                Some(Err(error)) => {
-                    self.done = true;
-                    return Err(error);
-                }
-                Some(Ok(())) => {}
+        // A mapped body hands out ranges of its window; the other sources copy each record.
+        let filled = if let Source::Mapped(body, _) = &mut self.source {
+            body.fill(batch)
+        } else {
+            self.copy_records(batch)
+        };
+        match filled {
+            Ok(true) => Ok(true),
+            Ok(false) => {
+                self.finish()?;
+                Ok(false)
+            }
+            Err(error) => {
+                self.done = true;
+                Err(error)
             }
         }
-        Ok(!self.done)
     }
 
     fn next_row(&mut self) -> Option<Result<RawEvent, StoreError>> {
