@@ -334,6 +334,11 @@ fn double(text: &str) -> Option<f64> {
     text.parse::<f64>().ok()
 }
 
+/// Entries a view's container has room for before it grows: most payload containers (a
+/// message, its source, its content list) have fewer, and growing one whose children were
+/// allocated after it copies it within the arena.
+const CONTAINER_CAPACITY: usize = 8;
+
 /// A cursor over a row known to hold no byte below 0x20.
 struct Scanner<'a> {
     text: &'a str,
@@ -493,7 +498,8 @@ impl<'a> Scanner<'a> {
                 }
             }
             b'{' => {
-                let mut members = bumpalo::collections::Vec::new_in(self.arena?);
+                let mut members =
+                    bumpalo::collections::Vec::with_capacity_in(CONTAINER_CAPACITY, self.arena?);
                 self.container(b'}', nesting, |scanner, nesting| {
                     let (key, escaped) = scanner.string(true)?;
                     if escaped || (members.is_empty() && key == NUMBER_TOKEN) {
@@ -508,7 +514,8 @@ impl<'a> Scanner<'a> {
                 View::Object(Entries::Arena(members.into_bump_slice()))
             }
             b'[' => {
-                let mut items = bumpalo::collections::Vec::new_in(self.arena?);
+                let mut items =
+                    bumpalo::collections::Vec::with_capacity_in(CONTAINER_CAPACITY, self.arena?);
                 self.container(b']', nesting, |scanner, nesting| {
                     items.push(scanner.view(depth - 1, nesting)?);
                     Some(())
