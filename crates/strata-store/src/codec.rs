@@ -371,6 +371,10 @@ pub(crate) fn scan_event_line_at<'a>(
         location: location(),
         detail: error.to_string(),
     })?;
+    if row.envelope().source_event_seqs().is_none() {
+        // Most rows cite no sources: nothing to expand, and the row is not moved about.
+        return Ok(row);
+    }
     row.try_map_envelope(|raw| expand_sources_at(raw, location))
 }
 
