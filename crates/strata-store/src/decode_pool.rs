@@ -301,6 +301,19 @@ struct Running {
 }
 
 impl Running {
+    /// Rows coming from `results`, one decoder each, taken in turn from the first.
+    fn new(mode: Mode, results: Vec<Receiver<Done>>, spare_rows: Vec<Sender<Rows>>) -> Running {
+        Running {
+            mode,
+            results,
+            spare_rows,
+            turn: 0,
+            current: Rows::new(),
+            current_from: 0,
+            last: false,
+        }
+    }
+
     /// Makes `rows`, from the decoder whose turn it was, the current batch (`last`: the end
     /// follows it), and returns the emptied batch to its decoder.
     fn take(&mut self, rows: Rows, last: bool) {
@@ -376,29 +389,16 @@ impl<S: RecordSource> DecodePool<S> {
             .spawn(move || read_records(*rows, &jobs, &spare_batches));
         match spawned {
             Ok(_) => {
-                self.state = State::Running(Running {
-                    mode,
-                    results,
-                    spare_rows,
-                    turn: 0,
-                    current: Rows::new(),
-                    current_from: 0,
-                    last: false,
-                });
+                self.state = State::Running(Running::new(mode, results, spare_rows));
             }
             Err(error) => {
                 // No reader: report it as the only row rather than hang (the decoders end as
                 // their job senders are dropped with the closure).
                 let row = Err(StoreError::io("start a reader thread for", "", error));
-                self.state = State::Running(Running {
-                    mode,
-                    results: Vec::new(),
-                    spare_rows: Vec::new(),
-                    turn: 0,
-                    current: Rows::from([row]),
-                    current_from: 0,
-                    last: true,
-                });
+                let mut running = Running::new(mode, Vec::new(), Vec::new());
+                running.current.push_back(row);
+                running.last = true;
+                self.state = State::Running(running);
             }
         }
     }
@@ -498,15 +498,7 @@ fn start_paged<P: PageSource, D: RecordDecoder>(
         results.push(done_receiver);
         spare_rows.push(spare_rows_sender);
     }
-    Some(Running {
-        mode,
-        results,
-        spare_rows,
-        turn: 0,
-        current: Rows::new(),
-        current_from: 0,
-        last: false,
-    })
+    Some(Running::new(mode, results, spare_rows))
 }
 
 /// A paged decoder thread: reads and decodes pages `first`, `first + step`, … until one is

@@ -27,6 +27,14 @@ fn database(path: &Path, n_events: u64) -> u64 {
     session.events().len() as u64
 }
 
+/// A fresh directory holding a database of about `n_events` (see [`database`]).
+fn fresh(n_events: u64) -> (tempfile::TempDir, std::path::PathBuf, u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("strata.db");
+    let n_stored = database(&path, n_events);
+    (dir, path, n_stored)
+}
+
 /// The rows as one connection reads them a page at a time (the pre-pool reading).
 fn sequential(backend: &SqliteBackend) -> Vec<Result<RawEvent, StoreError>> {
     let mut rows = backend.rows(ID, 0).unwrap();
@@ -50,10 +58,8 @@ fn texts(rows: &[Result<RawEvent, StoreError>]) -> Vec<String> {
 
 #[test]
 fn a_paged_read_yields_the_rows_and_session_of_a_sequential_one() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("strata.db");
     // Three and a bit pages, so every decoder reads more than one and the last is short.
-    let n_stored = database(&path, 3 * PAGE_ROWS as u64 + 300);
+    let (_dir, path, n_stored) = fresh(3 * PAGE_ROWS as u64 + 300);
     let backend = SqliteBackend::open(&path).unwrap();
     let expected = sequential(&backend);
     assert_eq!(expected.len() as u64, n_stored);
@@ -73,9 +79,7 @@ fn a_paged_read_yields_the_rows_and_session_of_a_sequential_one() {
 
 #[test]
 fn a_log_of_exactly_whole_pages_ends_after_its_last_page() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("strata.db");
-    let n_stored = database(&path, 2 * PAGE_ROWS as u64 + 10);
+    let (_dir, path, n_stored) = fresh(2 * PAGE_ROWS as u64 + 10);
     let backend = SqliteBackend::open(&path).unwrap();
     // Trim the log to exactly two pages (next_seq with it), so the last page read is empty.
     let conn = rusqlite::Connection::open(&path).unwrap();
@@ -103,9 +107,7 @@ fn a_bad_row_on_any_page_ends_the_rows_with_its_error_after_every_row_before_it(
             "UPDATE events SET data = '{\"a\":}' WHERE seq = ?1",
         ),
     ] {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("strata.db");
-        let n_stored = database(&path, 3 * page as u64 + 1);
+        let (_dir, path, n_stored) = fresh(3 * page as u64 + 1);
         let conn = rusqlite::Connection::open(&path).unwrap();
         let seq = seq.min(n_stored as i64 - 1);
         assert_eq!(conn.execute(damage, [seq]).unwrap(), 1, "{damage}");
@@ -133,9 +135,7 @@ fn a_bad_row_on_any_page_ends_the_rows_with_its_error_after_every_row_before_it(
 
 #[test]
 fn dropping_a_paged_read_part_way_stops_its_decoders() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("strata.db");
-    database(&path, 4 * PAGE_ROWS as u64);
+    let (_dir, path, _) = fresh(4 * PAGE_ROWS as u64);
     let store = Store::new(SqliteBackend::open(&path).unwrap());
     for taken in [0, 1, PAGE_ROWS + 5] {
         let mut rows = store.scan(ID).unwrap();
@@ -152,9 +152,7 @@ fn dropping_a_paged_read_part_way_stops_its_decoders() {
 
 #[test]
 fn a_short_log_is_read_by_the_reading_thread() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("strata.db");
-    database(&path, PAGE_ROWS as u64 / 2);
+    let (_dir, path, _) = fresh(PAGE_ROWS as u64 / 2);
     let backend = SqliteBackend::open(&path).unwrap();
     let rows: SqliteRows = backend.rows(ID, 0).unwrap();
     assert!(rows.pages().is_none());
