@@ -46,6 +46,15 @@ pub enum StoreError {
         /// The id looked up.
         id: String,
     },
+    /// The session was deleted (and perhaps created again) while a read that spans several
+    /// transactions was under way: the rows read so far are of a session no longer stored.
+    #[error("session {id:?} in {store} was deleted or replaced while it was being read")]
+    ChangedDuringRead {
+        /// The store, as `backend:location`.
+        store: String,
+        /// The id read.
+        id: String,
+    },
     /// A session with this id is already stored.
     #[error("session {id:?} already exists in {store}")]
     AlreadyExists {

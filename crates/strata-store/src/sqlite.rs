@@ -318,10 +318,11 @@ impl SqliteBackend {
 
     /// The rows of session `id` from `from_seq` on, read a page at a time.
     fn rows(&self, id: &str, from_seq: u64) -> Result<SqliteRows, StoreError> {
-        let n_stored = self.session_row_on(&lock_conn(&self.inner.reader), id)?.1;
+        let (header_text, n_stored) = self.session_row_on(&lock_conn(&self.inner.reader), id)?;
         Ok(SqliteRows {
             backend: self.clone(),
             id: id.to_owned(),
+            header_text: Arc::from(header_text),
             page: Vec::new().into_iter(),
             n_yielded: 0,
             n_stored,
@@ -883,6 +884,8 @@ const PAGE_ROWS: usize = 1024;
 struct SqliteRows {
     backend: SqliteBackend,
     id: String,
+    /// The session's stored header when the read started (a paged read checks it per page).
+    header_text: Arc<str>,
     page: std::vec::IntoIter<RawEvent>,
     /// Rows handed out so far.
     n_yielded: u64,
@@ -944,6 +947,7 @@ impl RecordSource for SqliteRows {
                 Arc::new(SqlitePages {
                     backend: self.backend.clone(),
                     id: self.id.clone(),
+                    header_text: self.header_text.clone(),
                     start: self.next_seq,
                     n_stored: self.n_stored,
                 })
@@ -1001,10 +1005,13 @@ impl RecordSource for SqliteRows {
 /// A session's rows from `start` on, read a page ([`PAGE_ROWS`] rows) at a time on any thread's
 /// own connection. Rows below the session's `next_seq` never change while it exists, so pages
 /// read in separate transactions fit together; a page that is not full is the end (as for
-/// [`SqliteRows`], a writer's later rows are simply not read).
+/// [`SqliteRows`], a writer's later rows are simply not read). Each page is read in one
+/// transaction with the session's header, which must still be the one the read started with:
+/// pages of a session deleted and created again under the same id are never mixed.
 struct SqlitePages {
     backend: SqliteBackend,
     id: String,
+    header_text: Arc<str>,
     start: u64,
     /// The session's `next_seq` when the read started (for progress).
     n_stored: u64,
@@ -1028,7 +1035,23 @@ impl PageSource for SqlitePages {
         let from = self
             .start
             .saturating_add(index.saturating_mul(PAGE_ROWS as u64));
-        let n = backend.read_lines_on(conn, id, from, Some(PAGE_ROWS), |seq, row| {
+        // A read transaction: the header check and the page see one snapshot. It only reads,
+        // so dropping it (a rollback) is all its end needs.
+        let tx = conn
+            .transaction()
+            .map_err(backend.sql("begin a page read"))?;
+        let header_text = match backend.session_row_on(&tx, id) {
+            Ok((header_text, _)) => Some(header_text),
+            Err(StoreError::NotFound { .. }) => None,
+            Err(error) => return Err(error),
+        };
+        if header_text.as_deref() != Some(&*self.header_text) {
+            return Err(StoreError::ChangedDuringRead {
+                store: backend.describe(),
+                id: id.clone(),
+            });
+        }
+        let n = backend.read_lines_on(&tx, id, from, Some(PAGE_ROWS), |seq, row| {
             batch.push_with(0, seq, |line| backend.row_line(id, row, seq, line))
         })?;
         Ok(n == PAGE_ROWS as u64)

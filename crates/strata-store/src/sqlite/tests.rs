@@ -4,10 +4,10 @@
 use std::path::Path;
 
 use strata_core::synth::{generate, SynthConfig};
-use strata_core::{RawEvent, SeedOptions, Session};
+use strata_core::{HeaderSpec, RawEvent, SeedOptions, Session, SessionHeader};
 
 use super::{SqliteBackend, SqliteRows, PAGE_ROWS};
-use crate::decode_pool::RecordSource;
+use crate::decode_pool::{PageSource, RecordBatch, RecordSource};
 use crate::error::StoreError;
 use crate::store::{Backend, Store};
 
@@ -156,4 +156,41 @@ fn a_short_log_is_read_by_the_reading_thread() {
     let backend = SqliteBackend::open(&path).unwrap();
     let rows: SqliteRows = backend.rows(ID, 0).unwrap();
     assert!(rows.pages().is_none());
+}
+
+#[test]
+fn pages_of_a_session_deleted_or_created_again_are_never_mixed() {
+    for recreate in [false, true] {
+        let (_dir, path, _) = fresh(3 * PAGE_ROWS as u64);
+        let backend = SqliteBackend::open(&path).unwrap();
+        let pages = backend.rows(ID, 0).unwrap().pages().unwrap();
+        let mut conn = pages.open_reader().unwrap();
+        let mut batch = RecordBatch::default();
+        assert!(pages.fill_page(&mut conn, 0, &mut batch).unwrap());
+        assert_eq!(batch.len(), PAGE_ROWS);
+        backend.delete(ID).unwrap();
+        if recreate {
+            // Another session under the same id, as long: its pages would fit by seq.
+            let other = generate(&SynthConfig {
+                events: 3 * PAGE_ROWS as u64,
+                id: ID.to_owned(),
+                seed: 7,
+                ..SynthConfig::default()
+            })
+            .unwrap();
+            let header = SessionHeader::new(HeaderSpec {
+                id: ID.to_owned(),
+                created_at: 99,
+                ..HeaderSpec::default()
+            })
+            .unwrap();
+            backend.create(&header, other.events()).unwrap();
+        }
+        let mut next = RecordBatch::default();
+        match pages.fill_page(&mut conn, 1, &mut next) {
+            Err(StoreError::ChangedDuringRead { id, .. }) => assert_eq!(id, ID),
+            other => panic!("recreate {recreate}: page 1 read as {other:?}"),
+        }
+        assert_eq!(next.len(), 0, "no row of the other session");
+    }
 }
