@@ -16,6 +16,16 @@ use serde_json::{Number, Value};
 
 use crate::seq::MAX_SAFE_INTEGER;
 
+/// The value of a number spelled as a plain integer in canonical form (digits, no leading
+/// zero), the spelling `Value::from` gives it back; `None` for any other spelling or a value
+/// past `u64`. Loads read nearly every seq, turn and source this way instead of through serde.
+pub fn plain_integer(text: &str) -> Option<u64> {
+    let canonical = !text.is_empty()
+        && text.bytes().all(|byte| byte.is_ascii_digit())
+        && (text == "0" || !text.starts_with('0'));
+    canonical.then(|| text.parse().ok()).flatten()
+}
+
 /// Reads a JSON number the way `JSON.parse` would (a double).
 pub fn number_value(number: &Number) -> f64 {
     number

@@ -308,15 +308,8 @@ fn plain_integer_list(text: &str) -> Option<Value> {
     }
     inner
         .split(',')
-        .map(|digits| {
-            let canonical = !digits.is_empty()
-                && digits.bytes().all(|byte| byte.is_ascii_digit())
-                && (digits == "0" || !digits.starts_with('0'));
-            // Past u64, `parse` fails and serde takes the list.
-            canonical
-                .then(|| digits.parse::<u64>().ok().map(Value::from))
-                .flatten()
-        })
+        // Past u64 `plain_integer` declines, and serde takes the list.
+        .map(|digits| crate::json::plain_integer(digits).map(Value::from))
         .collect::<Option<Vec<Value>>>()
         .map(Value::Array)
 }

@@ -222,12 +222,10 @@ impl<'n, 'a: 'n> Node<'n> for &'n View<'a> {
         };
         // Nearly every seq, turn and step is a plain integer of a few digits: below 10^15,
         // so safe, and read as serde would (a viewed number is valid JSON: no leading zero).
-        let plain = !text.is_empty()
-            && text.len() <= 15
-            && text.bytes().all(|byte| byte.is_ascii_digit())
-            && (text == "0" || !text.starts_with('0'));
-        if plain {
-            return text.parse().ok();
+        if text.len() <= 15 {
+            if let Some(value) = crate::json::plain_integer(text) {
+                return Some(value);
+            }
         }
         let value: Value = serde_json::from_str(text).ok()?;
         non_negative_safe_integer(&value)

@@ -248,14 +248,7 @@ pub fn is_plain_seq_list(value: &Value, max_entries: u64) -> bool {
             let Value::Number(number) = entry else {
                 return false;
             };
-            let text = number.as_str();
-            // At most 16 digits, no leading zero: a canonical integer below 10^16, which the
-            // value check below bounds by 2^53 − 1.
-            !text.is_empty()
-                && text.len() <= 16
-                && text.bytes().all(|byte| byte.is_ascii_digit())
-                && (text == "0" || !text.starts_with('0'))
-                && text.parse::<u64>().is_ok_and(|seq| seq <= MAX_SAFE_SEQ)
+            strata_core::json::plain_integer(number.as_str()).is_some_and(|seq| seq <= MAX_SAFE_SEQ)
         })
 }
 

@@ -201,6 +201,11 @@ impl SqliteBackend {
         let Some(header_text) = header_text else {
             return Err(self.not_found(id));
         };
+        self.decode_header(id, &header_text)
+    }
+
+    /// Decodes a session's stored header text.
+    fn decode_header(&self, id: &str, header_text: &str) -> Result<SessionHeader, StoreError> {
         let location = Location {
             file: Some(PathBuf::from(self.location(id))),
             line: 1,
@@ -804,8 +809,9 @@ impl Backend for SqliteBackend {
     }
 
     fn scan(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
-        let header = self.read_header_on(&lock_conn(&self.inner.reader), id)?;
         let rows = self.rows(id, 0)?;
+        // The header the rows were read against (one query for both).
+        let header = self.decode_header(id, &rows.header_text)?;
         // Rows are read a page at a time and decoded on a pool of threads (see `decode_pool`).
         Ok(LogStream::new(
             header,
