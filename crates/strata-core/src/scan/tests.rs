@@ -195,6 +195,22 @@ proptest! {
             agrees(line);
         }
     }
+
+    /// The word-at-a-time search finds what a byte-by-byte search finds, wherever the first
+    /// `"` or `\` lies (inside the searched words, past them, or nowhere), among bytes of
+    /// every other value (a borrow out of a byte that matched must not mark a byte before it).
+    #[test]
+    fn word_search_finds_the_first_quote_or_backslash(
+        filler in prop::collection::vec(any::<u8>().prop_filter("not searched for", |byte| *byte != b'"' && *byte != b'\\'), 0..64),
+        found in prop::collection::vec((any::<prop::sample::Index>(), any::<bool>()), 0..3),
+    ) {
+        let mut bytes = filler;
+        for (at, quote) in found {
+            bytes.insert(at.index(bytes.len() + 1), if quote { b'"' } else { b'\\' });
+        }
+        let expected = bytes.iter().position(|&byte| byte == b'"' || byte == b'\\');
+        prop_assert_eq!(quote_or_backslash(&bytes), expected);
+    }
 }
 
 #[test]
