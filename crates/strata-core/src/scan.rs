@@ -6,8 +6,8 @@
 //! the payload while building its view, and borrows the payload's text from the row, so the
 //! decoder copies it exactly once (into the batch's shared block).
 //!
-//! The scanner claims only the rows strata and dsh write: compact JSON (no whitespace but
-//! spaces), the envelope keys each at most once with `type` before `data`, no escapes in keys
+//! The scanner claims only the rows strata and dsh write: compact JSON (no whitespace outside
+//! strings: a space where a token belongs ends the scan like any other stray byte), the envelope keys each at most once with `type` before `data`, no escapes in keys
 //! or in `type`, numeric `seq`/`time`. Any other row, and every row with an error, goes to
 //! serde whole, so what a row decodes to and every error message are serde's.
 //!
@@ -190,9 +190,7 @@ fn scan_envelope<'a>(text: &'a str, arena: Option<&'a bumpalo::Bump>) -> Option<
     let mut order = KeyOrder::empty();
     let mut payload = None;
     let mut view = None;
-    scanner.spaces();
     scanner.eat(b'{')?;
-    scanner.spaces();
     if scanner.eat(b'}').is_none() {
         loop {
             let (key, escaped) = scanner.string(false)?;
@@ -213,9 +211,7 @@ fn scan_envelope<'a>(text: &'a str, arena: Option<&'a bumpalo::Bump>) -> Option<
             if !order.push(key) {
                 return None;
             }
-            scanner.spaces();
             scanner.eat(b':')?;
-            scanner.spaces();
             let start = scanner.pos;
             match key {
                 EnvelopeKey::Type => {
@@ -277,15 +273,13 @@ fn scan_envelope<'a>(text: &'a str, arena: Option<&'a bumpalo::Bump>) -> Option<
                     }
                 }
             }
-            scanner.spaces();
             match scanner.next()? {
-                b',' => scanner.spaces(),
+                b',' => {}
                 b'}' => break,
                 _ => return None,
             }
         }
     }
-    scanner.spaces();
     if scanner.pos != text.len() {
         return None;
     }
@@ -392,12 +386,6 @@ impl<'a> Scanner<'a> {
         (self.peek() == Some(byte)).then(|| self.pos += 1)
     }
 
-    fn spaces(&mut self) {
-        while self.peek() == Some(b' ') {
-            self.pos += 1;
-        }
-    }
-
     /// A string: its text between the quotes and whether it has escapes. `strict` refuses
     /// surrogate escapes (serde checks their pairing where it unescapes, not where it skips).
     fn string(&mut self, strict: bool) -> Option<(&'a str, bool)> {
@@ -471,9 +459,7 @@ impl<'a> Scanner<'a> {
             b'"' => self.string(false).map(drop),
             b'{' => self.container(b'}', nesting, |scanner, nesting| {
                 scanner.string(false)?;
-                scanner.spaces();
                 scanner.eat(b':')?;
-                scanner.spaces();
                 scanner.skip(nesting)
             }),
             b'[' => self.container(b']', nesting, |scanner, nesting| scanner.skip(nesting)),
@@ -495,15 +481,13 @@ impl<'a> Scanner<'a> {
             return None;
         }
         self.pos += 1;
-        self.spaces();
         if self.eat(close).is_some() {
             return Some(());
         }
         loop {
             entry(self, nesting + 1)?;
-            self.spaces();
             match self.next()? {
-                b',' => self.spaces(),
+                b',' => {}
                 byte if byte == close => return Some(()),
                 _ => return None,
             }
@@ -534,9 +518,7 @@ impl<'a> Scanner<'a> {
                     if escaped || (members.is_empty() && key == NUMBER_TOKEN) {
                         return None;
                     }
-                    scanner.spaces();
                     scanner.eat(b':')?;
-                    scanner.spaces();
                     members.push((Cow::Borrowed(key), scanner.view(depth - 1, nesting)?));
                     Some(())
                 })?;
