@@ -138,6 +138,16 @@ fn rows_of_other_shapes_go_to_serde() {
         r#"{"type":"turn/start","seq":0,"time":1,"data":{"a":[1,]}}"#,
         r#"{"type":"turn/start","seq":0,"time":1} x"#,
         r#"{"type":"turn/start","seq":0,"time":1"#,
+        // keys that are not the envelope's, or spelled with escapes
+        r#"{"typo":"turn/start","seq":0,"time":1,"data":{}}"#,
+        r#"{"type":"turn/start","sequence":0,"time":1,"data":{}}"#,
+        r#"{"type":"turn/start","s":0,"time":1,"data":{}}"#,
+        r#"{"type":"turn/start","seq":0,"t":1,"data":{}}"#,
+        r#"{"t\u0079pe":"turn/start","seq":0,"time":1,"data":{}}"#,
+        r#"{"type":"turn/start","seq":0,"time":1,"dat\u0061":{}}"#,
+        r#"{"type":"tool/result","seq":0,"time":1,"data":{},"surfaceOps":"append"}"#,
+        r#"{"type":"tool/result","seq":0,"time":1,"data":{},"ignorable":true,"i":1}"#,
+        r#"{"type":"turn/start","seq":0,"time":1,"data":{},"":1}"#,
         // spaces between tokens (strata and dsh write compact JSON), wherever they stand
         r#" { "type" : "tool/result" , "seq" : 1.0e0 , "time" : -0 , "data" : { "x" : [ 1 , -2.5E+3 , true , false , null , { } , [ ] ] } } "#,
         r#"{"type":"turn/start","seq":0,"time":1,"data":{"a":[1, 2]}}"#,
