@@ -383,34 +383,50 @@ impl<'a> Scanner<'a> {
     /// match on its text cost nearly a tenth of a small-event load.
     fn envelope_key(&mut self) -> Option<EnvelopeKey> {
         let rest = self.bytes.get(self.pos..)?;
-        let (key, spelled): (EnvelopeKey, &[u8]) = match (rest.get(1)?, rest.get(2)?) {
-            (b't', b'y') => (EnvelopeKey::Type, b"\"type\":"),
-            (b't', _) => (EnvelopeKey::Time, b"\"time\":"),
-            (b's', b'e') => (EnvelopeKey::Seq, b"\"seq\":"),
-            (b's', b'u') => (EnvelopeKey::SurfaceOp, b"\"surfaceOp\":"),
-            (b's', _) => (EnvelopeKey::SourceEventSeqs, b"\"sourceEventSeqs\":"),
-            (b'd', _) => (EnvelopeKey::Data, b"\"data\":"),
-            (b'i', _) => (EnvelopeKey::Ignorable, b"\"ignorable\":"),
-            _ => return None,
-        };
-        rest.starts_with(spelled).then(|| {
-            self.pos += spelled.len();
-            key
-        })
+        // Each spelling a constant where it is compared, so the comparison is a few loads,
+        // not a `memcmp` call.
+        macro_rules! spelled {
+            ($key:ident, $spelling:literal) => {
+                rest.starts_with($spelling)
+                    .then_some((EnvelopeKey::$key, $spelling.len()))
+            };
+        }
+        let (key, len) = match (rest.get(1)?, rest.get(2)?) {
+            (b't', b'y') => spelled!(Type, b"\"type\":"),
+            (b't', _) => spelled!(Time, b"\"time\":"),
+            (b's', b'e') => spelled!(Seq, b"\"seq\":"),
+            (b's', b'u') => spelled!(SurfaceOp, b"\"surfaceOp\":"),
+            (b's', _) => spelled!(SourceEventSeqs, b"\"sourceEventSeqs\":"),
+            (b'd', _) => spelled!(Data, b"\"data\":"),
+            (b'i', _) => spelled!(Ignorable, b"\"ignorable\":"),
+            _ => None,
+        }?;
+        self.pos += len;
+        Some(key)
     }
 
     /// A string: its text between the quotes and whether it has escapes. `strict` refuses
     /// surrogate escapes (serde checks their pairing where it unescapes, not where it skips).
+    ///
+    /// Inlined where it is read: most strings have no escape and end within the first words
+    /// searched, and a call's frame was a fifth of a string's cost; a string with escapes goes
+    /// on in [`Scanner::escaped_string`].
+    #[inline(always)]
     fn string(&mut self, strict: bool) -> Option<(&'a str, bool)> {
         self.eat(b'"')?;
         let start = self.pos;
-        let mut escaped = false;
+        let end = start + quote_or_backslash(self.bytes.get(start..)?)?;
+        self.pos = end + 1;
+        if self.bytes.get(end) == Some(&b'"') {
+            return Some((self.text.get(start..end)?, false));
+        }
+        self.escaped_string(start, strict)
+    }
+
+    /// The rest of a string that started at `start` from the escape just before the cursor.
+    #[inline(never)]
+    fn escaped_string(&mut self, start: usize, strict: bool) -> Option<(&'a str, bool)> {
         loop {
-            self.pos += quote_or_backslash(self.bytes.get(self.pos..)?)?;
-            if self.next()? == b'"' {
-                return Some((self.text.get(start..self.pos - 1)?, escaped));
-            }
-            escaped = true;
             match self.next()? {
                 b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
                 b'u' => {
@@ -424,6 +440,10 @@ impl<'a> Scanner<'a> {
                     self.pos += 4;
                 }
                 _ => return None,
+            }
+            self.pos += quote_or_backslash(self.bytes.get(self.pos..)?)?;
+            if self.next()? == b'"' {
+                return Some((self.text.get(start..self.pos - 1)?, true));
             }
         }
     }
