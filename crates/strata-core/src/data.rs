@@ -18,6 +18,7 @@
 //!
 //! [`RawEvent::share_payloads`]: crate::RawEvent::share_payloads
 
+use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 use once_cell::race::OnceBox;
@@ -80,8 +81,9 @@ impl Text {
         rows: &mut [T],
         text: impl Fn(&T) -> Option<&str>,
         mut set: impl FnMut(&mut T, Text),
+        prepare: impl FnOnce(&mut [MaybeUninit<u8>]),
     ) {
-        let Some(shared) = Text::share(rows.iter().filter_map(&text)) else {
+        let Some(shared) = Text::share(rows.iter().filter_map(&text), prepare) else {
             return;
         };
         let mut shared = shared.into_iter();
@@ -95,13 +97,20 @@ impl Text {
     }
 
     /// Copies `texts` into one new block, returning their handles in order; `None` when the
-    /// block would not fit 32-bit offsets.
-    fn share<'t>(texts: impl Iterator<Item = &'t str> + Clone) -> Option<Vec<Text>> {
+    /// block would not fit 32-bit offsets. `prepare` sees the block's memory before the texts
+    /// are copied in.
+    fn share<'t>(
+        texts: impl Iterator<Item = &'t str> + Clone,
+        prepare: impl FnOnce(&mut [MaybeUninit<u8>]),
+    ) -> Option<Vec<Text>> {
         let total: usize = texts.clone().map(str::len).sum();
         if u32::try_from(total).map_or(true, |total| total == WHOLE) {
             return None;
         }
-        let mut block = String::with_capacity(total);
+        let mut bytes = Vec::with_capacity(total);
+        prepare(bytes.spare_capacity_mut());
+        // Still empty, so UTF-8: the block keeps the memory just prepared.
+        let mut block = String::from_utf8(bytes).unwrap_or_default();
         let mut spans = Vec::new();
         for text in texts {
             // Both fit: their sum is below `WHOLE`.

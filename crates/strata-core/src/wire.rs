@@ -254,6 +254,7 @@ impl RawEvent {
                 _ => None,
             },
             |row, text| row.data = Some(Payload::Text(text)),
+            |_| {},
         );
     }
 

@@ -657,7 +657,7 @@ fn decode_batch<D: RecordDecoder>(
             }
         }
     }
-    ScannedRow::share_payloads(&mut scanned);
+    ScannedRow::share_payloads_in(&mut scanned, crate::prefault::populate);
     rows.extend(
         scanned
             .into_iter()

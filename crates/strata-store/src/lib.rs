@@ -84,6 +84,7 @@ mod lock;
 mod mapped;
 mod memory;
 mod postgres;
+mod prefault;
 mod ranges;
 mod resume;
 mod sqlite;
