@@ -23,21 +23,21 @@ pub(crate) fn populate(memory: &mut [MaybeUninit<u8>]) {
     if memory.len() < MIN_BYTES {
         return;
     }
-    populate_pages(memory);
+    populate_pages(memory.as_mut_ptr() as usize, memory.len());
 }
 
+/// Maps the whole pages of `[start, start + len)`, memory the caller holds exclusively.
 #[cfg(target_os = "linux")]
-fn populate_pages(memory: &mut [MaybeUninit<u8>]) {
+fn populate_pages(start: usize, len: usize) {
     const PAGE: usize = 4096;
-    let start = memory.as_mut_ptr() as usize;
     let first = start.next_multiple_of(PAGE);
-    let end = (start + memory.len()) & !(PAGE - 1);
+    let end = (start + len) & !(PAGE - 1);
     if end <= first {
         return;
     }
-    // SAFETY: `[first, end)` lies inside `memory`, which the caller holds exclusively and has
-    // not initialized; populating only maps (zeroed) pages, it writes no byte a reader could
-    // have relied on, and changes no mapping's protection or placement.
+    // SAFETY: `[first, end)` lies inside memory the caller holds exclusively and has not
+    // initialized; populating only maps (zeroed) pages, it writes no byte a reader could have
+    // relied on, and changes no mapping's protection or placement.
     unsafe {
         libc::madvise(
             first as *mut libc::c_void,
@@ -48,7 +48,7 @@ fn populate_pages(memory: &mut [MaybeUninit<u8>]) {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn populate_pages(_: &mut [MaybeUninit<u8>]) {}
+fn populate_pages(_: usize, _: usize) {}
 
 #[cfg(test)]
 mod tests {
@@ -78,30 +78,29 @@ mod tests {
         usage.ru_minflt
     }
 
-    /// Writing a populated block takes (nearly) no page fault; writing a plain one takes one
-    /// per page. Both blocks are live at once and larger than anything freed before, so
-    /// neither is memory the allocator had already mapped.
+    /// Writing populated memory takes (nearly) no page fault; writing memory just mapped takes
+    /// one per page. Both are fresh anonymous mappings, so neither holds pages the allocator
+    /// had already touched.
     #[cfg(target_os = "linux")]
     #[test]
     fn writing_populated_memory_takes_no_page_faults() {
-        const LEN: usize = 8 << 20;
-        let mut plain: Vec<u8> = Vec::with_capacity(LEN);
-        let mut populated: Vec<u8> = Vec::with_capacity(LEN + 4096);
-        let before = minor_faults();
-        plain.resize(LEN, 1);
-        let plain_faults = minor_faults() - before;
-        populate(populated.spare_capacity_mut());
-        let before = minor_faults();
-        populated.resize(LEN + 4096, 2);
-        let populated_faults = minor_faults() - before;
-        assert!(plain.iter().all(|&byte| byte == 1) && populated.iter().all(|&byte| byte == 2));
-        assert!(
-            plain_faults >= (LEN / 4096 / 2) as i64,
-            "a plain block faulted {plain_faults} times"
-        );
-        assert!(
-            populated_faults <= 4,
-            "a populated block faulted {populated_faults} times"
-        );
+        const LEN: usize = 4 << 20;
+        let write = |populate_first: bool| {
+            let mut map = memmap2::MmapMut::map_anon(LEN).unwrap();
+            // 4 KiB pages, as the copy's blocks get, even where huge pages are the default.
+            map.advise(memmap2::Advice::NoHugePage).unwrap();
+            if populate_first {
+                populate_pages(map.as_mut_ptr() as usize, LEN);
+            }
+            let before = minor_faults();
+            map.fill(7);
+            let faults = minor_faults() - before;
+            assert!(map.iter().all(|&byte| byte == 7));
+            faults
+        };
+        let plain = write(false);
+        let populated = write(true);
+        assert!(plain >= (LEN / 4096 / 2) as i64, "plain memory faulted {plain} times");
+        assert!(populated <= 4, "populated memory faulted {populated} times");
     }
 }
