@@ -104,8 +104,29 @@ pub(crate) enum MetaInput {
     Raw {
         /// Borrowed for the plain `"append"` of a stored row (no allocation per row).
         surface_op: Option<Cow<'static, Value>>,
-        sources: Option<Value>,
+        sources: Option<RawSources>,
     },
+}
+
+/// A `sourceEventSeqs` not yet validated.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum RawSources {
+    /// Any JSON: every shape rule applies.
+    Value(Value),
+    /// A compact list of plain seqs as a store's decoder read it: an array whose entries are
+    /// all seqs under every generation, so the shape rules 4b–4d hold; the list is shared
+    /// with the accepted event as it is.
+    Seqs(Arc<[Seq]>),
+}
+
+impl RawSources {
+    /// The list as the JSON it was written as (opaque events keep it verbatim).
+    pub(crate) fn to_value(&self) -> Value {
+        match self {
+            RawSources::Value(value) => value.clone(),
+            RawSources::Seqs(seqs) => crate::wire::seqs_value(seqs),
+        }
+    }
 }
 
 /// An envelope that passed the envelope check.
@@ -431,7 +452,7 @@ pub(crate) fn accept_existing(
             source_event_seqs,
         } => MetaInput::Raw {
             surface_op: surface_op.as_deref().cloned().map(Cow::Owned),
-            sources: source_event_seqs.as_deref().cloned(),
+            sources: source_event_seqs.as_deref().cloned().map(RawSources::Value),
         },
     };
     let checked = check_surface_local(
@@ -521,12 +542,17 @@ pub(crate) fn decode_envelope(mut raw: RawEvent, generation: Generation) -> Opti
     };
     let surface_op = raw.take_surface_op();
     let data = raw.data?;
-    let meta = if surface_op.is_none() && raw.source_event_seqs.is_none() {
+    let sources = match (raw.source_event_seqs, raw.plain_sources) {
+        (Some(value), _) => Some(RawSources::Value(*value)),
+        (None, Some(seqs)) => Some(RawSources::Seqs(seqs)),
+        (None, None) => None,
+    };
+    let meta = if surface_op.is_none() && sources.is_none() {
         MetaInput::None
     } else {
         MetaInput::Raw {
             surface_op,
-            sources: raw.source_event_seqs.map(|value| *value),
+            sources,
         }
     };
     Some(Envelope {
@@ -556,7 +582,11 @@ fn meta_is_lossless(meta: &MetaInput) -> bool {
             sources,
         } => {
             surface_op.as_deref().is_none_or(is_lossless)
-                && sources.as_ref().is_none_or(is_lossless)
+                && sources.as_ref().is_none_or(|sources| match sources {
+                    RawSources::Value(value) => is_lossless(value),
+                    // Plain integers: `JSON.stringify` writes them back as they are.
+                    RawSources::Seqs(_) => true,
+                })
         }
     }
 }
@@ -983,7 +1013,7 @@ fn check_surface_local(
 /// Surface metadata as raw values (`surfaceOp`, `sourceEventSeqs`) or in typed form.
 type MetaParts<'m> = (
     Option<&'m Value>,
-    Option<&'m Value>,
+    Option<&'m RawSources>,
     Option<(SurfaceOp, Option<&'m [Seq]>)>,
 );
 
@@ -1023,7 +1053,7 @@ fn check_marker(
                     .or_else(|| typed.map(|(op, _)| op.to_value(generation.replace_spelling())))
                     .map(Box::new),
                 source_event_seqs: raw_sources
-                    .cloned()
+                    .map(RawSources::to_value)
                     .or_else(|| {
                         typed.and_then(|(_, sources)| {
                             sources.map(|list| {
@@ -1107,24 +1137,33 @@ fn check_sources(
             "assistant/message embeds its source stream and cannot carry sourceEventSeqs",
         ));
     }
-    let sources: Option<std::borrow::Cow<'_, [Seq]>> = match (typed, raw_sources) {
-        (Some((_, sources)), _) => sources.map(std::borrow::Cow::Borrowed),
-        (None, Some(raw)) => Some(std::borrow::Cow::Owned(parse_sources_shape(
-            generation,
-            tag,
-            seq,
-            raw,
-            is_assistant,
-        )?)),
-        (None, None) => None,
-    };
+    let sources: Option<std::borrow::Cow<'_, [Seq]>> =
+        match (typed, raw_sources) {
+            (Some((_, sources)), _) => sources.map(std::borrow::Cow::Borrowed),
+            (None, Some(RawSources::Seqs(seqs))) => Some(std::borrow::Cow::Borrowed(seqs)),
+            (None, Some(RawSources::Value(raw))) => Some(std::borrow::Cow::Owned(
+                parse_sources_shape(generation, tag, seq, raw, is_assistant)?,
+            )),
+            (None, None) => None,
+        };
     if let Some(list) = &sources {
         check_source_list(generation, seq, list, is_assistant)?;
     }
+    // A list already shared is kept, not copied.
     if let MetaInput::Accepted { sources, .. } = meta {
         return Ok(SurfaceMeta::Surface {
             op,
             sources: sources.clone(),
+        });
+    }
+    if let MetaInput::Raw {
+        sources: Some(RawSources::Seqs(seqs)),
+        ..
+    } = meta
+    {
+        return Ok(SurfaceMeta::Surface {
+            op,
+            sources: Some(seqs.clone()),
         });
     }
     Ok(SurfaceMeta::Surface {

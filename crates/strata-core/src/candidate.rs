@@ -160,7 +160,7 @@ impl Candidate {
         } else {
             MetaInput::Raw {
                 surface_op: surface_op.map(std::borrow::Cow::Owned),
-                sources: source_event_seqs,
+                sources: source_event_seqs.map(crate::accept::RawSources::Value),
             }
         };
         Candidate {

@@ -21,11 +21,13 @@
 //!   [`Node`](crate::view::Node) query answers the same.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::data::{Payload, Text};
 use crate::event::{EnvelopeKey, EventType, KeyOrder};
+use crate::seq::Seq;
 use crate::view::{Entries, View};
 use crate::wire::{RawEvent, Scalar, TypeField};
 
@@ -253,22 +255,22 @@ fn scan_envelope<'a>(text: &'a str, arena: Option<&'a bumpalo::Bump>) -> Option<
                 }
                 EnvelopeKey::SurfaceOp | EnvelopeKey::SourceEventSeqs | EnvelopeKey::Ignorable => {
                     scanner.skip(0)?;
-                    // Kept as values: a tool result's `[7]` is built here (a tenth of a
-                    // small-event load went to serde for it), the rarer rest by serde from
-                    // the validated text.
                     let field = text.get(start..scanner.pos)?;
+                    // A tool result's `[7]` is kept as seqs (as a `Value`, its numbers' heap
+                    // strings and the rules' copies of them were two fifths of a load's
+                    // allocations), anything else as serde's value of the validated text.
                     let plain = (key == EnvelopeKey::SourceEventSeqs)
-                        .then(|| plain_integer_list(field))
+                        .then(|| plain_seq_list(field))
                         .flatten();
-                    let value: Value = match plain {
-                        Some(value) => value,
-                        None => serde_json::from_str(field).ok()?,
-                    };
-                    let value = Box::new(value);
-                    match key {
-                        EnvelopeKey::SurfaceOp => raw.surface_op = Some(value),
-                        EnvelopeKey::SourceEventSeqs => raw.source_event_seqs = Some(value),
-                        _ => raw.ignorable = Some(value),
+                    if let Some(seqs) = plain {
+                        raw.plain_sources = Some(seqs);
+                    } else {
+                        let value = Box::new(serde_json::from_str::<Value>(field).ok()?);
+                        match key {
+                            EnvelopeKey::SurfaceOp => raw.surface_op = Some(value),
+                            EnvelopeKey::SourceEventSeqs => raw.source_event_seqs = Some(value),
+                            _ => raw.ignorable = Some(value),
+                        }
                     }
                 }
             }
@@ -291,20 +293,34 @@ fn scan_envelope<'a>(text: &'a str, arena: Option<&'a bumpalo::Bump>) -> Option<
     })
 }
 
-/// A compact list of plain integers (`[]`, `[7]`, `[3,9]`) as serde reads it, without the
-/// general parser: under `arbitrary_precision` serde keeps each number's spelling, and
-/// `Value::from` spells an integer's value alike when its text has no leading zero.
-fn plain_integer_list(text: &str) -> Option<Value> {
+/// A compact list of plain seqs (`[]`, `[7]`, `[3,9]`): integers in canonical spelling up to
+/// 2^53 - 1, which serde reads as numbers spelled alike and every generation reads as seqs.
+/// `None` for any other text (serde takes it).
+fn plain_seq_list(text: &str) -> Option<Arc<[Seq]>> {
     let inner = text.strip_prefix('[')?.strip_suffix(']')?;
     if inner.is_empty() {
-        return Some(Value::Array(Vec::new()));
+        return Some(Arc::from([]));
     }
-    inner
-        .split(',')
-        // Past u64 `plain_integer` declines, and serde takes the list.
-        .map(|digits| crate::json::plain_integer(digits).map(Value::from))
-        .collect::<Option<Vec<Value>>>()
-        .map(Value::Array)
+    // Most lists cite one seq (a tool result its call): parsed on the stack, allocated once.
+    let mut few = [Seq::default(); 4];
+    let mut many = Vec::new();
+    let mut count = 0;
+    for digits in inner.split(',') {
+        let seq = Seq::new(crate::json::plain_integer(digits)?).ok()?;
+        if let Some(slot) = few.get_mut(count) {
+            *slot = seq;
+        } else {
+            if many.is_empty() {
+                many.extend_from_slice(&few);
+            }
+            many.push(seq);
+        }
+        count += 1;
+    }
+    Some(match few.get(..count) {
+        Some(seqs) => Arc::from(seqs),
+        None => Arc::from(many),
+    })
 }
 
 /// Entries a view's container has room for before it grows: most payload containers (a

@@ -1271,7 +1271,7 @@ pub(crate) fn standalone_event(candidate: Candidate, seq: Seq, time: i64) -> Eve
             sources,
         } => SurfaceMeta::Opaque {
             surface_op: surface_op.map(|op| Box::new(op.into_owned())),
-            source_event_seqs: sources.map(Box::new),
+            source_event_seqs: sources.map(|sources| Box::new(sources.to_value())),
         },
     };
     Event {

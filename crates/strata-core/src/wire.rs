@@ -9,6 +9,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
@@ -18,6 +19,7 @@ use crate::data::Payload;
 
 use crate::event::{EnvelopeKey, Event, EventType, KeyOrder, SurfaceMeta};
 use crate::generation::Generation;
+use crate::seq::Seq;
 
 /// One event row as read from storage or built by a caller, not yet accepted.
 #[derive(Clone, Debug, Default)]
@@ -32,6 +34,10 @@ pub struct RawEvent {
     pub(crate) surface_op: Option<Box<Value>>,
     pub(crate) source_event_seqs: Option<Box<Value>>,
     pub(crate) ignorable: Option<Box<Value>>,
+    /// `sourceEventSeqs` was a compact list of plain seqs (a tool result's `[7]`), held typed:
+    /// as a `Value` every number was a heap string (`arbitrary_precision`), parsed back into
+    /// seqs by the rules. Invariant: `source_event_seqs` is then `None`.
+    pub(crate) plain_sources: Option<Arc<[Seq]>>,
     pub(crate) order: Option<KeyOrder>,
     /// `surfaceOp` was the plain `"append"` nearly every surface event carries (a third of a
     /// log's rows), held without a value. Invariant: `surface_op` is then `None`.
@@ -81,20 +87,17 @@ impl RawEvent {
     /// [`RawEvent::from_event`] with replace endpoints spelled as `generation` writes them
     /// (`start`/`end` before V3), to replay an older generation's log under its own rules.
     pub fn from_event_in(event: &Event, generation: Generation) -> RawEvent {
-        let (surface_op, source_event_seqs) = match event.meta() {
-            SurfaceMeta::LogOnly => (None, None),
+        let (surface_op, source_event_seqs, plain_sources) = match event.meta() {
+            SurfaceMeta::LogOnly => (None, None, None),
             SurfaceMeta::Surface { op, sources } => (
                 Some(Box::new(op.to_value(generation.replace_spelling()))),
-                sources.as_ref().map(|list| {
-                    Box::new(Value::Array(
-                        list.iter().map(|seq| Value::from(seq.get())).collect(),
-                    ))
-                }),
+                None,
+                sources.clone(),
             ),
             SurfaceMeta::Opaque {
                 surface_op,
                 source_event_seqs,
-            } => (surface_op.clone(), source_event_seqs.clone()),
+            } => (surface_op.clone(), source_event_seqs.clone(), None),
         };
         RawEvent {
             event_type: Some(TypeField::Tag(event.event_type.clone())),
@@ -103,6 +106,7 @@ impl RawEvent {
             data: Some(Payload::Text(event.data.text().clone())),
             surface_op,
             source_event_seqs,
+            plain_sources,
             ignorable: event.ignorable.then(|| Box::new(Value::Bool(true))),
             order: Some(event.order),
             append_op: false,
@@ -147,7 +151,10 @@ impl RawEvent {
                 self.append_op = false;
                 (&mut self.surface_op, EnvelopeKey::SurfaceOp)
             }
-            "sourceEventSeqs" => (&mut self.source_event_seqs, EnvelopeKey::SourceEventSeqs),
+            "sourceEventSeqs" => {
+                self.plain_sources = None;
+                (&mut self.source_event_seqs, EnvelopeKey::SourceEventSeqs)
+            }
             "ignorable" => (&mut self.ignorable, EnvelopeKey::Ignorable),
             _ => {
                 self.malformed = true;
@@ -266,9 +273,26 @@ impl RawEvent {
         self.surface_op.as_deref()
     }
 
-    /// The `sourceEventSeqs` value as written.
-    pub fn source_event_seqs(&self) -> Option<&Value> {
-        self.source_event_seqs.as_deref()
+    /// The `sourceEventSeqs` value as written (built when the row holds a plain list typed,
+    /// see [`RawEvent::plain_source_seqs`]).
+    pub fn source_event_seqs(&self) -> Option<Cow<'_, Value>> {
+        match (&self.source_event_seqs, &self.plain_sources) {
+            (Some(value), _) => Some(Cow::Borrowed(value)),
+            (None, Some(seqs)) => Some(Cow::Owned(seqs_value(seqs))),
+            (None, None) => None,
+        }
+    }
+
+    /// Whether the row carried `sourceEventSeqs` (any value).
+    pub fn has_source_event_seqs(&self) -> bool {
+        self.source_event_seqs.is_some() || self.plain_sources.is_some()
+    }
+
+    /// `sourceEventSeqs` when the row's decoder read it as a compact list of plain seqs and
+    /// kept it typed (no `Value` built): a store's codec sees there is nothing to expand.
+    /// `None` for any other list, and for a plain list decoded as a `Value`.
+    pub fn plain_source_seqs(&self) -> Option<&[Seq]> {
+        self.plain_sources.as_deref()
     }
 
     /// Whether the row carried `ignorable` (any value).
@@ -279,6 +303,7 @@ impl RawEvent {
     /// Replaces `sourceEventSeqs`; the JSONL codec stores it range-encoded and
     /// hands acceptance the expanded plain array.
     pub fn set_source_event_seqs(&mut self, value: Option<Value>) {
+        self.plain_sources = None;
         self.source_event_seqs = value.map(Box::new);
     }
 
@@ -345,7 +370,10 @@ impl RawEvent {
                     continue;
                 }
                 EnvelopeKey::SourceEventSeqs => {
-                    ("sourceEventSeqs", self.source_event_seqs.as_deref())
+                    if let Some(value) = self.source_event_seqs() {
+                        map.insert("sourceEventSeqs".to_owned(), value.into_owned());
+                    }
+                    continue;
                 }
                 EnvelopeKey::SurfaceOp => ("surfaceOp", self.surface_op()),
                 EnvelopeKey::Ignorable => ("ignorable", self.ignorable.as_deref()),
@@ -695,15 +723,21 @@ impl<'de> Visitor<'de> for ScalarVisitor {
     }
 }
 
+/// A list of seqs as the JSON array of plain integers it is written as.
+pub(crate) fn seqs_value(seqs: &[Seq]) -> Value {
+    Value::Array(seqs.iter().map(|seq| Value::from(seq.get())).collect())
+}
+
 #[cfg(test)]
 mod size_tests {
     /// Rows move from decoder to rule check to restore by value: their size is a per-row cost
-    /// of every load (it was 520 bytes with the rare fields inline).
+    /// of every load (it was 520 bytes with the rare fields inline; a plain source list held
+    /// typed adds 16 and saves a cited row its allocations).
     #[test]
     #[cfg(target_pointer_width = "64")]
     fn a_wire_row_stays_small() {
         let size = std::mem::size_of::<super::RawEvent>();
-        assert!(size <= 112, "{size}");
+        assert!(size <= 128, "{size}");
     }
 }
 

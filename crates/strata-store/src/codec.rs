@@ -371,7 +371,7 @@ pub(crate) fn scan_event_line_at<'a>(
         location: location(),
         detail: error.to_string(),
     })?;
-    if row.envelope().source_event_seqs().is_none() {
+    if !row.envelope().has_source_event_seqs() {
         // Most rows cite no sources: nothing to expand, and the row is not moved about.
         return Ok(row);
     }
@@ -404,21 +404,29 @@ fn expand_sources_at(
     location: impl Fn() -> Location,
 ) -> Result<RawEvent, CodecError> {
     let row_seq = raw.seq_number();
-    let Some(stored) = raw.source_event_seqs() else {
-        return Ok(raw);
-    };
-    if is_opaque(&raw) {
+    if !raw.has_source_event_seqs() || is_opaque(&raw) {
         return Ok(raw);
     }
     // Without a valid seq the envelope is invalid anyway; leave the value for the core to report.
     let Some(seq) = row_seq else {
         return Ok(raw);
     };
-    if is_plain_seq_list(stored, seq) {
+    // A list the scanner held as seqs is plain: decoding it gives it back when it has no more
+    // entries than `is_plain_seq_list` allows.
+    if raw
+        .plain_source_seqs()
+        .is_some_and(|seqs| seqs.len() as u64 <= seq)
+    {
+        return Ok(raw);
+    }
+    let Some(stored) = raw.source_event_seqs() else {
+        return Ok(raw);
+    };
+    if is_plain_seq_list(&stored, seq) {
         // Decoding would give back these seqs, re-encoding this very value.
         return Ok(raw);
     }
-    let seqs = decode_source_seqs(stored, seq).map_err(|source| CodecError::Sources {
+    let seqs = decode_source_seqs(&stored, seq).map_err(|source| CodecError::Sources {
         location: location().with_seq(Some(seq)),
         source,
     })?;

@@ -527,7 +527,7 @@ impl RecordDecoder for SqliteRowDecoder {
             seq: Some(seq),
             detail: format!("row is not JSON: {error}"),
         })?;
-        if row.envelope().source_event_seqs().is_none() {
+        if !row.envelope().has_source_event_seqs() {
             return Ok(row);
         }
         // Only a row citing sources needs its location (for a range that does not decode):

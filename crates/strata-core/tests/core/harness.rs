@@ -37,8 +37,8 @@ use std::sync::Mutex;
 use serde_json::{json, Map, Value};
 use strata_core::{
     fold_surface, fold_window, fork_session, open_turn_closers, AcceptError, Candidate, CloseCause,
-    ForkMode, Generation, Message, PrecheckedRow, RawEvent, SeedOptions, Seq, Session,
-    SessionHeader,
+    ForkMode, Generation, Message, PrecheckedRow, RawEvent, ScanArena, ScannedRow, SeedOptions,
+    Seq, Session, SessionHeader,
 };
 
 /// An entry path a log can take into the core.
@@ -756,15 +756,35 @@ fn run_path(path: Path, rows: &[String], show_events: bool) -> String {
                 .into_iter()
                 .enumerate()
                 .map(|(index, raw)| PrecheckedRow::check(generation, index as u64, raw));
-            let ahead =
-                match Session::restore_prechecked(header, prechecked, SeedOptions::default(), None)
-                {
+            let ahead = match Session::restore_prechecked(
+                header.clone(),
+                prechecked,
+                SeedOptions::default(),
+                None,
+            ) {
+                Ok(session) => render_session(&session, show_events),
+                Err(error) => render_error(&error),
+            };
+            assert_eq!(
+                ahead, plain,
+                "prechecked restore differs from the plain one"
+            );
+            // And with each row read as a store's decoder reads it: scanned in one pass (a
+            // plain source list held as seqs, the payload's view built) and checked ahead
+            // with that view.
+            let arena = ScanArena::new();
+            let scanned = rows.iter().enumerate().map(|(index, row)| {
+                let row = ScannedRow::scan_in(row, Some(&arena)).expect("row is JSON");
+                PrecheckedRow::check_scanned(generation, index as u64, row)
+            });
+            let decoded =
+                match Session::restore_prechecked(header, scanned, SeedOptions::default(), None) {
                     Ok(session) => render_session(&session, show_events),
                     Err(error) => render_error(&error),
                 };
             assert_eq!(
-                ahead, plain,
-                "prechecked restore differs from the plain one"
+                decoded, plain,
+                "a restore of scanned rows differs from the plain one"
             );
             plain
         }

@@ -107,7 +107,10 @@ fn header_field_rules_come_from_the_core_with_rule_ids() {
 fn event_line_expands_ranges_bounded_by_its_seq() {
     let line = br#"{"type":"user/message","seq":9,"time":0,"data":{},"sourceEventSeqs":[1,[3,5],7],"surfaceOp":"append"}"#;
     let raw = decode_event_line(line, &Location::line(11)).unwrap();
-    assert_eq!(raw.source_event_seqs(), Some(&json!([1, 3, 4, 5, 7])));
+    assert_eq!(
+        raw.source_event_seqs().as_deref(),
+        Some(&json!([1, 3, 4, 5, 7]))
+    );
 
     let too_long = br#"{"type":"user/message","seq":2,"time":0,"data":{},"sourceEventSeqs":[[0,5]],"surfaceOp":"append"}"#;
     let error = decode_event_line(too_long, &Location::line(4)).unwrap_err();
@@ -125,7 +128,7 @@ fn event_line_expands_ranges_bounded_by_its_seq() {
 fn opaque_ignorable_metadata_is_kept_verbatim() {
     let line = br#"{"type":"x/y","seq":5,"time":0,"data":null,"sourceEventSeqs":[[0,3]],"ignorable":true}"#;
     let raw = decode_event_line(line, &Location::line(7)).unwrap();
-    assert_eq!(raw.source_event_seqs(), Some(&json!([[0, 3]])));
+    assert_eq!(raw.source_event_seqs().as_deref(), Some(&json!([[0, 3]])));
 }
 
 #[test]
