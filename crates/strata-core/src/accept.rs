@@ -1054,15 +1054,7 @@ fn check_marker(
                     .map(Box::new),
                 source_event_seqs: raw_sources
                     .map(RawSources::to_value)
-                    .or_else(|| {
-                        typed.and_then(|(_, sources)| {
-                            sources.map(|list| {
-                                Value::Array(
-                                    list.iter().map(|seq| Value::from(seq.get())).collect(),
-                                )
-                            })
-                        })
-                    })
+                    .or_else(|| typed.and_then(|(_, sources)| sources.map(crate::wire::seqs_value)))
                     .map(Box::new),
             }));
         }

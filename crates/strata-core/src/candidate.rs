@@ -201,10 +201,7 @@ impl Candidate {
         row.insert("data".into(), self.data);
         if let MetaInput::Typed { op, sources } = self.meta {
             if let Some(sources) = sources {
-                row.insert(
-                    "sourceEventSeqs".into(),
-                    Value::Array(sources.iter().map(|seq| Value::from(seq.get())).collect()),
-                );
+                row.insert("sourceEventSeqs".into(), crate::wire::seqs_value(&sources));
             }
             row.insert(
                 "surfaceOp".into(),

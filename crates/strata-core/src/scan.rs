@@ -7,15 +7,17 @@
 //! decoder copies it exactly once (into the batch's shared block).
 //!
 //! The scanner claims only the rows strata and dsh write: compact JSON (no whitespace outside
-//! strings: a space where a token belongs ends the scan like any other stray byte), the envelope keys each at most once with `type` before `data`, no escapes in keys
-//! or in `type`, numeric `seq`/`time`. Any other row, and every row with an error, goes to
-//! serde whole, so what a row decodes to and every error message are serde's.
+//! strings: a space where a token belongs ends the scan like any other stray byte), the
+//! envelope keys each at most once with `type` before `data`, no escapes in keys or in `type`,
+//! numeric `seq`/`time`. Any other row, and every row with an error, goes to serde whole, so
+//! what a row decodes to and every error message are serde's.
 //!
 //! Invariants:
 //! - When the scanner claims a row, serde_json accepts that text and decodes it to the same
-//!   [`RawEvent`] (payload text included); the scanner refuses what it cannot prove that of
-//!   (a `\u` escape of a surrogate where serde would check pairing, nesting past
-//!   [`MAX_NESTING`], serde's private number key).
+//!   [`RawEvent`] (payload text included; a compact list of plain seqs in `sourceEventSeqs` is
+//!   held as seqs, which [`RawEvent::source_event_seqs`] gives back as serde's value); the
+//!   scanner refuses what it cannot prove that of (a `\u` escape of a surrogate where serde
+//!   would check pairing, nesting past [`MAX_NESTING`], serde's private number key).
 //! - The view is the one `View::parse(data, depth)` builds, except that a materialized string
 //!   with escapes is kept as its raw text (a `View::Deep`) and unescaped when read: every
 //!   [`Node`](crate::view::Node) query answers the same.

@@ -100,7 +100,10 @@ mod tests {
         };
         let plain = write(false);
         let populated = write(true);
-        assert!(plain >= (LEN / 4096 / 2) as i64, "plain memory faulted {plain} times");
+        assert!(
+            plain >= (LEN / 4096 / 2) as i64,
+            "plain memory faulted {plain} times"
+        );
         assert!(populated <= 4, "populated memory faulted {populated} times");
     }
 }
