@@ -1568,20 +1568,10 @@ mod tool_content_tests {
         /// too: an edit anywhere, a repeated key, content of any shape.
         #[test]
         fn the_texts_never_call_equal_what_the_trees_do_not(
-            edits in prop::collection::vec((any::<prop::sample::Index>(), 0u8..3, any::<prop::sample::Index>()), 1..4),
+            edits in crate::byte_edits::edits(),
             both in any::<bool>(),
         ) {
-            let mut bytes = TARGET.as_bytes().to_vec();
-            for (at, op, byte) in edits {
-                let byte = *byte.get(EDITS);
-                let at = at.index(bytes.len() + 1);
-                match op {
-                    0 => bytes.insert(at, byte),
-                    1 if at < bytes.len() => { bytes.remove(at); }
-                    _ if at < bytes.len() => bytes[at] = byte,
-                    _ => bytes.push(byte),
-                }
-            }
+            let bytes = crate::byte_edits::apply(TARGET, edits, EDITS);
             let Ok(edited) = std::str::from_utf8(&bytes) else { return Ok(()) };
             if serde_json::from_str::<Value>(edited).is_err() {
                 return Ok(());

@@ -61,6 +61,8 @@ pub mod payload;
 pub mod synth;
 
 mod accept;
+#[cfg(test)]
+mod byte_edits;
 mod candidate;
 mod checkpoint;
 mod data;

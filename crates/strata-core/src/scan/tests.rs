@@ -195,20 +195,10 @@ proptest! {
     fn mutated_rows_agree_with_serde(
         which in 0usize..400,
         content in prop::sample::select(vec![0usize, 120]),
-        edits in prop::collection::vec((any::<prop::sample::Index>(), 0u8..3, any::<prop::sample::Index>()), 1..4),
+        edits in crate::byte_edits::edits(),
     ) {
         let lines = synth_lines(content);
-        let mut bytes = lines[which % lines.len()].clone().into_bytes();
-        for (at, op, byte) in edits {
-            let byte = *byte.get(SIGNIFICANT);
-            let at = at.index(bytes.len() + 1);
-            match op {
-                0 => bytes.insert(at, byte),
-                1 if at < bytes.len() => { bytes.remove(at); }
-                _ if at < bytes.len() => bytes[at] = byte,
-                _ => bytes.push(byte),
-            }
-        }
+        let bytes = crate::byte_edits::apply(&lines[which % lines.len()], edits, SIGNIFICANT);
         if let Ok(line) = std::str::from_utf8(&bytes) {
             agrees(line);
         }
