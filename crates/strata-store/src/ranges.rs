@@ -237,8 +237,9 @@ pub fn decode_source_seqs(value: &Value, max_entries: u64) -> Result<Vec<u64>, R
 
 /// Whether `value` is a list [`decode_source_seqs`] would return as it is: at most
 /// `max_entries` seqs, each a plain integer in canonical spelling (no range, no `7.0`), so
-/// decoding and re-encoding it gives back the same value. Nearly every stored list is one (a
-/// tool result cites its one call), and the check allocates nothing.
+/// decoding and re-encoding it gives back the same value. For lists decoded as values (serde's
+/// rows); the one-pass scanner holds such a list as seqs already
+/// (`RawEvent::plain_source_seqs`), and the codec checks only its length. Allocates nothing.
 pub fn is_plain_seq_list(value: &Value, max_entries: u64) -> bool {
     let Value::Array(entries) = value else {
         return false;
