@@ -247,18 +247,46 @@ impl<'a> LogStream<'a> {
 }
 
 impl LogStream<'_> {
-    /// The next row checked ahead for a restore ([`EventRows::next_prechecked`]); only for a
-    /// stream from seq 0.
-    fn next_prechecked(&mut self) -> Option<Result<PrecheckedRow, StoreError>> {
+    /// The next row checked ahead for a restore ([`EventRows::next_prechecked`]) under the
+    /// stream's own generation.
+    fn pull_prechecked(&mut self) -> Option<Result<PrecheckedRow, StoreError>> {
+        self.prechecked_as(self.header.generation())
+    }
+
+    /// The next row checked ahead under `generation`; only a stream from seq 0 checks ahead.
+    fn prechecked_as(
+        &mut self,
+        generation: Generation,
+    ) -> Option<Result<PrecheckedRow, StoreError>> {
         if self.first_seq != 0 {
             // Rows after a checkpoint are not at their index from 0: the restore checks them.
             return self.next().map(|row| row.map(PrecheckedRow::deferred));
         }
-        let item = self.rows.next_prechecked(self.header.generation());
+        let item = self.rows.next_prechecked(generation);
         if let Some(Ok(_)) = item {
             self.n_read += 1;
         }
         item
+    }
+}
+
+/// A stream is itself a source of rows, so a caller can wrap one (to report progress, say)
+/// and hand the wrapper to a restore without losing what the backend offers: rows checked
+/// ahead on the decoding threads, the torn tail, progress.
+impl EventRows for LogStream<'_> {
+    fn torn(&self) -> Option<TornInfo> {
+        LogStream::torn(self)
+    }
+
+    fn progress(&self) -> Option<(u64, u64)> {
+        LogStream::progress(self)
+    }
+
+    fn next_prechecked(
+        &mut self,
+        generation: Generation,
+    ) -> Option<Result<PrecheckedRow, StoreError>> {
+        self.prechecked_as(generation)
     }
 }
 
@@ -820,7 +848,7 @@ pub fn restore_stream(
         let rows = UntilError {
             stream: &mut *stream,
             failure: &mut failure,
-            pull: LogStream::next_prechecked,
+            pull: LogStream::pull_prechecked,
         };
         Session::restore_prechecked(header, rows, options, repair)
     };
