@@ -81,3 +81,105 @@ fn places_usage_and_an_open_turn() {
     assert_eq!(stats.standing[0], Standing::LogOnly);
     assert_eq!(stats.standing[2], Standing::Visible);
 }
+
+#[test]
+fn counting_leaves_every_payload_unparsed() {
+    let generated = generate(&SynthConfig {
+        events: 300,
+        ..SynthConfig::default()
+    })
+    .unwrap();
+    // Restored from the events' texts, as a load holds them (generated events are born parsed).
+    let generation = generated.generation();
+    let session = Session::restore(
+        generated.header().clone(),
+        generated
+            .events()
+            .iter()
+            .map(|event| RawEvent::from_event_in(event, generation)),
+        SeedOptions::default(),
+    )
+    .unwrap();
+    let parsed = || -> Vec<u64> {
+        session
+            .events()
+            .iter()
+            .filter(|event| event.is_data_parsed())
+            .map(|event| event.seq().get())
+            .collect()
+    };
+    // The restore parses what it reads whole (request headers, say); that is all.
+    let before = parsed();
+    assert!(before.len() < session.len() / 4, "{} parsed", before.len());
+    let stats = log_stats(session.events(), generation).unwrap();
+    assert!(!stats.usage.is_empty() && stats.n_steps > 0);
+    // A parsed payload stays in its event for the event's life: over a whole log that was
+    // gigabytes of trees nobody asked for.
+    assert_eq!(parsed(), before);
+}
+
+/// Spellings of a usage count: plain, zero, negative, fractional, exponent, the largest `u64`,
+/// one past it, and past the safe integers.
+const COUNT_SPELLINGS: [&str; 8] = [
+    "7",
+    "0",
+    "-1",
+    "1.5",
+    "1e3",
+    "18446744073709551615",
+    "18446744073709551616",
+    "9007199254740993",
+];
+
+proptest::proptest! {
+    /// Usage is summed as the `Value` of each payload reads it (`as_u64`, a repeated key's
+    /// last value in its first place), whatever the counts' spellings and repeats.
+    #[test]
+    fn usage_sums_what_the_payload_values_hold(
+        steps in proptest::collection::vec(
+            proptest::collection::vec((0usize..3, 0usize..COUNT_SPELLINGS.len()), 0..5),
+            1..4,
+        ),
+    ) {
+        let keys = ["inputTokens", "outputTokens", "cacheReadTokens"];
+        let mut lines = vec![r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#.to_owned()];
+        let mut expected: Vec<(String, u64)> = Vec::new();
+        for (index, entries) in steps.iter().enumerate() {
+            let step = index + 1;
+            let usage: Vec<String> = entries
+                .iter()
+                .map(|&(key, spelling)| format!("\"{}\":{}", keys[key], COUNT_SPELLINGS[spelling]))
+                .collect();
+            let data = format!(
+                r#"{{"turn":1,"step":{step},"message":{{"role":"assistant","content":[{{"type":"text","text":"t"}}],"source":{{"kind":"model","provider":"p","model":"m"}},"id":"a{step}"}},"stream":[],"usage":{{{}}}}}"#,
+                usage.join(",")
+            );
+            // The oracle: what the payload's `Value` holds.
+            let value: serde_json::Value = serde_json::from_str(&data).unwrap();
+            for (key, count) in value["usage"].as_object().unwrap() {
+                if let Some(count) = count.as_u64() {
+                    match expected.iter_mut().find(|(name, _)| name == key) {
+                        Some((_, total)) => *total = total.saturating_add(count),
+                        None => expected.push((key.clone(), count)),
+                    }
+                }
+            }
+            let seq = lines.len();
+            lines.push(format!(r#"{{"type":"step/start","seq":{seq},"time":1,"data":{{"turn":1,"step":{step}}}}}"#));
+            let seq = lines.len();
+            lines.push(format!(r#"{{"type":"assistant/message","seq":{seq},"time":2,"data":{data},"surfaceOp":"append"}}"#));
+            let seq = lines.len();
+            lines.push(format!(r#"{{"type":"step/end","seq":{seq},"time":2,"data":{{"turn":1,"step":{step}}}}}"#));
+        }
+        let session = Session::restore(
+            SessionHeader::fresh("usage", 1).unwrap(),
+            lines.iter().map(|line| RawEvent::from_json_str(line).unwrap()),
+            SeedOptions::default(),
+        )
+        .unwrap();
+        let stats = log_stats(&session.events()[..lines.len()], session.generation()).unwrap();
+        proptest::prop_assert_eq!(stats.usage, expected);
+        proptest::prop_assert_eq!(stats.n_steps, steps.len() as u64);
+        proptest::prop_assert_eq!(stats.places.last().map(|place| place.turn), Some(Some(1)));
+    }
+}
