@@ -110,8 +110,23 @@ pub fn message_preview(message: &Message, width: usize) -> String {
 
 /// The human-readable text of a message: text blocks, tool calls and tool results.
 pub fn message_text(message: &Message) -> String {
+    content_text(message.content())
+}
+
+/// [`message_text`] of a message object the caller parsed (see
+/// [`strata_core::projected_message`]).
+pub fn message_value_text(message: &Value) -> String {
+    content_text(
+        message
+            .get("content")
+            .and_then(Value::as_array)
+            .map_or(&[], Vec::as_slice),
+    )
+}
+
+fn content_text(blocks: &[Value]) -> String {
     let mut parts = Vec::new();
-    for block in message.content() {
+    for block in blocks {
         describe_block(block, &mut parts);
     }
     parts.join(" ")

@@ -18,7 +18,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use strata_core::{project, Event, EventType, LogStats, Replacement, SessionHeader, Standing};
+use strata_core::{
+    projected_message, Event, EventType, LogStats, Replacement, SessionHeader, Standing,
+};
 
 use crate::output;
 
@@ -932,19 +934,22 @@ fn event_row(
 /// What a person reads for an event: a surface event's message text (text, reasoning, tool
 /// calls and results), a tool call's name and arguments, else the event's data as stored.
 /// At most about `max_chars` characters are kept, so a huge payload is never copied whole.
+///
+/// Payloads are parsed without keeping the trees in the events (`Event::data_uncached`): a
+/// report passes over every event once, and kept trees held gigabytes on a large log.
 fn event_text(event: &Arc<Event>, max_chars: usize) -> String {
     if event.surface_op().is_some() {
-        if let Some(message) = project(event) {
-            return output::message_text(&message);
+        let data = event.data_uncached();
+        if let Some(message) = projected_message(event.event_type(), &data) {
+            return output::message_value_text(message);
         }
     }
     match event.event_type() {
         EventType::TurnStart | EventType::StepStart | EventType::StepEnd => String::new(),
         EventType::ToolCall => {
+            let data = event.data_uncached();
             let field = |key: &str| {
-                event
-                    .data()
-                    .get(key)
+                data.get(key)
                     .and_then(serde_json::Value::as_str)
                     .unwrap_or("?")
             };

@@ -411,6 +411,13 @@ impl Event {
         self.data.value()
     }
 
+    /// The payload parsed without keeping the tree: for a reader that passes over many events
+    /// once (a report of a whole log), whose trees [`Event::data`] would keep in memory for
+    /// the events' life. Borrows the tree when the payload is already parsed.
+    pub fn data_uncached(&self) -> std::borrow::Cow<'_, Value> {
+        self.data.value_uncached()
+    }
+
     /// The payload's JSON text, exactly as stored (byte-identical to the input).
     pub fn data_json(&self) -> &str {
         self.data.json()

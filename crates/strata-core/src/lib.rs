@@ -34,7 +34,7 @@ pub use fork::{
 pub use generation::{Generation, ReplaceSpelling};
 pub use header::{HeaderSpec, SessionHeader};
 pub use log::{EventSource, SourceError};
-pub use message::{project, Message};
+pub use message::{project, projected_message, Message};
 pub use pairing::{check_tool_pairing, PairingError};
 pub use precheck::PrecheckedRow;
 pub use repair::{

@@ -84,15 +84,20 @@ impl serde::Serialize for Message {
 
 /// Projects one event to its message (`deriveEventMessage`), or `None`.
 pub fn project(event: &Arc<Event>) -> Option<Message> {
-    let message = match event.event_type {
-        EventType::UserMessage => {
-            return Some(Message {
-                event: event.clone(),
-            })
-        }
-        EventType::ToolResult => event.data().get("message")?,
+    projected_message(&event.event_type, event.data()).map(|_| Message {
+        event: event.clone(),
+    })
+}
+
+/// The message an event of `event_type` with payload `data` projects to (the object
+/// [`Message::value`] reads), or `None`: [`project`]'s rule on a payload the caller parsed, so
+/// a reader can project without keeping the tree in the event ([`Event::data_uncached`]).
+pub fn projected_message<'v>(event_type: &EventType, data: &'v Value) -> Option<&'v Value> {
+    let message = match event_type {
+        EventType::UserMessage => return Some(data),
+        EventType::ToolResult => data.get("message")?,
         EventType::SystemMessage | EventType::AssistantMessage => {
-            let message = event.data().get("message")?;
+            let message = data.get("message")?;
             if matches!(message.get("content"), Some(Value::Array(blocks)) if blocks.is_empty()) {
                 return None;
             }
@@ -100,7 +105,5 @@ pub fn project(event: &Arc<Event>) -> Option<Message> {
         }
         _ => return None,
     };
-    message.is_object().then(|| Message {
-        event: event.clone(),
-    })
+    message.is_object().then_some(message)
 }
