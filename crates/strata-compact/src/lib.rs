@@ -78,3 +78,5 @@ mod prune;
 mod repair;
 mod select;
 mod summarizer;
+#[cfg(test)]
+mod test_support;

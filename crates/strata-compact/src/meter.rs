@@ -44,6 +44,7 @@
 //! The provider anchor is the latest assistant message if it carries usage, with the surface
 //! it saw taken as the nodes up to it (no header change assumed since).
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -414,8 +415,11 @@ impl Ledger {
     ) {
         let seq = event.seq();
         // `data()` is only read for the types that need it: stored events may parse their
-        // payload lazily, and most log-only events (tool calls, steps) never need parsing.
-        let data = || event.data();
+        // payload lazily, and most log-only events (tool calls, steps) never need parsing. It
+        // is parsed at most once here and never kept in the event: the meter follows a whole
+        // log, and the trees `Event::data` keeps held gigabytes over a large one.
+        let parsed = OnceCell::new();
+        let data = || &**parsed.get_or_init(|| event.data_uncached());
         let mut price = 0_u64;
         let mut delta = 0_i64;
         match event.event_type() {

@@ -156,7 +156,7 @@ impl Pruner {
                 };
                 if *event.event_type() == EventType::ToolResult
                     && event.surface_op() == Some(SurfaceOp::Append)
-                    && inner_content(event.data())
+                    && inner_content(&event.data_uncached())
                         .is_some_and(|blocks| text_chars(blocks) > threshold)
                 {
                     cursor.oversized.push(*seq);
@@ -178,7 +178,10 @@ impl Pruner {
             }
             if *event.event_type() == EventType::ToolResult
                 && event.surface_op() == Some(SurfaceOp::Append)
-                && inner_content(event.data()).is_some_and(|blocks| text_chars(blocks) > threshold)
+                // Read without keeping the tree in the event: this passes over every result
+                // of the log, and kept trees held gigabytes over a large one.
+                && inner_content(&event.data_uncached())
+                    .is_some_and(|blocks| text_chars(blocks) > threshold)
             {
                 cursor.oversized.push(event.seq());
             }

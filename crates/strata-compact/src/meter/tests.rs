@@ -98,3 +98,20 @@ fn a_lazy_session_is_metered_like_a_full_one() {
         }
     }
 }
+
+#[test]
+fn metering_a_loaded_log_keeps_no_payload_trees() {
+    use crate::test_support::{loaded_session, parsed_seqs};
+
+    let session = loaded_session(&SynthConfig {
+        events: 600,
+        compact_every: 4,
+        ..SynthConfig::default()
+    });
+    let before = parsed_seqs(&session);
+    assert!(before.len() < session.len() / 4, "{} parsed", before.len());
+    let measured = TokenMeter::new().measure(&session);
+    assert!(measured.surface_tokens > 0);
+    // Every event is read once; a tree kept in its event would stay for the session's life.
+    assert_eq!(parsed_seqs(&session), before);
+}

@@ -70,3 +70,20 @@ fn slicing_is_by_code_point() {
     let pruned = prune_blocks(&blocks, &config(45, 3, 2)).unwrap();
     assert_eq!(texts(&pruned), vec![format!("数数数{MARKER}数数")]);
 }
+
+#[test]
+fn scanning_a_loaded_log_for_oversized_results_keeps_no_payload_trees() {
+    use crate::test_support::{loaded_session, parsed_seqs};
+    use strata_core::synth::SynthConfig;
+
+    let session = loaded_session(&SynthConfig {
+        events: 600,
+        ..SynthConfig::default()
+    });
+    let before = parsed_seqs(&session);
+    // A threshold no result reaches: the scan reads every result, rewrites none.
+    let pruner = Pruner::new(config(1 << 30, 1, 1)).unwrap();
+    let plan = pruner.plan(&session);
+    assert!(plan.results.is_empty());
+    assert_eq!(parsed_seqs(&session), before);
+}
