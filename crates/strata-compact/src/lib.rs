@@ -78,5 +78,3 @@ mod prune;
 mod repair;
 mod select;
 mod summarizer;
-#[cfg(test)]
-mod test_support;

@@ -15,7 +15,8 @@ use crate::header::SessionHeader;
 use crate::payload::{self, HeaderReason};
 use crate::rule::AcceptError;
 use crate::seq::Seq;
-use crate::session::Session;
+use crate::session::{SeedOptions, Session};
+use crate::wire::RawEvent;
 
 /// What to generate.
 #[derive(Clone, Debug)]
@@ -113,6 +114,33 @@ fn text(rng: &mut Rng, bytes: usize) -> String {
         out.push_str(WORDS[rng.below(WORDS.len() as u64) as usize]);
     }
     out
+}
+
+/// [`generate`]d, then restored from its events' texts: the session as a load holds it, every
+/// payload text until something asks for its tree (generated events are born parsed). For
+/// tests and benches of code that reads a loaded log's payloads.
+pub fn generate_loaded(config: &SynthConfig) -> Result<Session, AcceptError> {
+    let generated = generate(config)?;
+    let generation = generated.generation();
+    Session::restore(
+        generated.header().clone(),
+        generated
+            .events()
+            .iter()
+            .map(|event| RawEvent::from_event_in(event, generation)),
+        SeedOptions::default(),
+    )
+}
+
+/// The seqs of `session`'s events whose payload tree is parsed and kept: what a test of code
+/// that passes over a [`generate_loaded`] log checks it did not leave behind.
+pub fn parsed_seqs(session: &Session) -> Vec<u64> {
+    session
+        .events()
+        .iter()
+        .filter(|event| event.is_data_parsed())
+        .map(|event| event.seq().get())
+        .collect()
 }
 
 /// Generates a session under `config`. Fails only if the generator itself is

@@ -1,6 +1,6 @@
 //! Unit tests of the ledger's call balance.
 
-use strata_core::synth::{generate, SynthConfig};
+use strata_core::synth::{generate, generate_loaded, parsed_seqs, SynthConfig};
 
 use super::*;
 
@@ -101,13 +101,12 @@ fn a_lazy_session_is_metered_like_a_full_one() {
 
 #[test]
 fn metering_a_loaded_log_keeps_no_payload_trees() {
-    use crate::test_support::{loaded_session, parsed_seqs};
-
-    let session = loaded_session(&SynthConfig {
+    let session = generate_loaded(&SynthConfig {
         events: 600,
         compact_every: 4,
         ..SynthConfig::default()
-    });
+    })
+    .unwrap();
     let before = parsed_seqs(&session);
     assert!(before.len() < session.len() / 4, "{} parsed", before.len());
     let measured = TokenMeter::new().measure(&session);

@@ -73,13 +73,13 @@ fn slicing_is_by_code_point() {
 
 #[test]
 fn scanning_a_loaded_log_for_oversized_results_keeps_no_payload_trees() {
-    use crate::test_support::{loaded_session, parsed_seqs};
-    use strata_core::synth::SynthConfig;
+    use strata_core::synth::{generate_loaded, parsed_seqs, SynthConfig};
 
-    let session = loaded_session(&SynthConfig {
+    let session = generate_loaded(&SynthConfig {
         events: 600,
         ..SynthConfig::default()
-    });
+    })
+    .unwrap();
     let before = parsed_seqs(&session);
     // A threshold no result reaches: the scan reads every result, rewrites none.
     let pruner = Pruner::new(config(1 << 30, 1, 1)).unwrap();

@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::synth::{generate, SynthConfig};
+use crate::synth::{generate, generate_loaded, parsed_seqs, SynthConfig};
 use crate::{SeedOptions, Session, SessionHeader};
 
 #[test]
@@ -84,38 +84,20 @@ fn places_usage_and_an_open_turn() {
 
 #[test]
 fn counting_leaves_every_payload_unparsed() {
-    let generated = generate(&SynthConfig {
+    let session = generate_loaded(&SynthConfig {
         events: 300,
         ..SynthConfig::default()
     })
     .unwrap();
-    // Restored from the events' texts, as a load holds them (generated events are born parsed).
-    let generation = generated.generation();
-    let session = Session::restore(
-        generated.header().clone(),
-        generated
-            .events()
-            .iter()
-            .map(|event| RawEvent::from_event_in(event, generation)),
-        SeedOptions::default(),
-    )
-    .unwrap();
-    let parsed = || -> Vec<u64> {
-        session
-            .events()
-            .iter()
-            .filter(|event| event.is_data_parsed())
-            .map(|event| event.seq().get())
-            .collect()
-    };
+    let generation = session.generation();
     // The restore parses what it reads whole (request headers, say); that is all.
-    let before = parsed();
+    let before = parsed_seqs(&session);
     assert!(before.len() < session.len() / 4, "{} parsed", before.len());
     let stats = log_stats(session.events(), generation).unwrap();
     assert!(!stats.usage.is_empty() && stats.n_steps > 0);
     // A parsed payload stays in its event for the event's life: over a whole log that was
     // gigabytes of trees nobody asked for.
-    assert_eq!(parsed(), before);
+    assert_eq!(parsed_seqs(&session), before);
 }
 
 /// Spellings of a usage count: plain, zero, negative, fractional, exponent, the largest `u64`,
