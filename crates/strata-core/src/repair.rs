@@ -309,11 +309,17 @@ pub fn interrupted_turn_closers(events: &[Arc<Event>]) -> Closers {
 }
 
 /// `openTurnClosers(events, cause)`: closers for the open turn at the end of `events`.
+///
+/// O(events since the last turn boundary): a `turn/start` or `turn/end` resets everything the
+/// scan tracks, so it starts there; payloads are read without keeping their trees.
 pub fn open_turn_closers(events: &[Arc<Event>], cause: CloseCause) -> Closers {
     let mut scan = TurnScan::new(ScanMode::Lenient);
-    for event in events {
-        // The lenient scan never fails.
-        let _ = scan.observe(&event.event_type, Some(event.seq), Some(event.data()));
+    let from = events
+        .iter()
+        .rposition(|event| TurnState::is_boundary(event))
+        .unwrap_or(0);
+    for event in events.get(from..).unwrap_or(&[]) {
+        observe_event(&mut scan, event);
     }
     let (first_seq, time) = match events.last() {
         Some(last) => (last.seq.next(), last.time),
@@ -545,3 +551,6 @@ fn observe_event(scan: &mut TurnScan, event: &Event) {
     let parsed: Value = serde_json::from_str(event.data_json()).unwrap_or(Value::Null);
     let _ = scan.observe(&event.event_type, Some(event.seq), Some(&parsed));
 }
+
+#[cfg(test)]
+mod tests;
