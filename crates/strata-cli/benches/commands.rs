@@ -1,0 +1,258 @@
+//! What the `strata` subcommands cost on a large log, next to the library's `Store::load` of
+//! the same log: wall time and peak RSS of each command in a fresh process, as ratios to a
+//! load measured in the same run.
+//!
+//! Every subcommand that reads a log loads it first, so a command far above the load is
+//! doing something of its own a large log makes expensive. This bench is how the figures in
+//! the commits that fixed such cases were taken (parsed payload trees kept in every event made
+//! `inspect`, `report`, `fork` and `compact --dry-run` take 3–4 GB on an 800 MB log, and a
+//! progress wrapper that dropped the decoders' prechecked rows made `validate` twice a load).
+//!
+//! Run: `cargo bench -p strata-cli --bench commands`. Knobs: `STRATA_BENCH_EVENTS` (default
+//! 200,000 events of the realistic synthetic log), `STRATA_BENCH_DIR` (default a temp dir),
+//! `STRATA_BENCH_RUNS` (best of this many runs per command, default 3).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use strata_core::synth::{generate, SynthConfig};
+use strata_store::{
+    encode_event_line, Backend, Batch, Compression, JsonlBackend, JsonlConfig, Store,
+};
+
+/// The id of the generated session.
+const ID: &str = "bench";
+
+/// Events per append batch (and per decode batch on read), as dsh writes.
+const BATCH: usize = 512;
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Child process entry: writes the realistic synthetic log of `n_events` as a raw V3 JSONL
+/// file under `root`.
+fn generate_log(root: &Path, n_events: u64) {
+    let session = generate(&SynthConfig {
+        events: n_events,
+        id: ID.to_owned(),
+        ..SynthConfig::default()
+    })
+    .expect("the generator's appends are valid");
+    let backend = JsonlBackend::new(JsonlConfig::new(root.to_path_buf(), Compression::None));
+    let mut appender = backend
+        .create(session.header(), &[])
+        .expect("create the log");
+    let mut jsonl = Vec::new();
+    for batch in session.events().chunks(BATCH) {
+        jsonl.clear();
+        for event in batch {
+            encode_event_line(event, &mut jsonl);
+        }
+        appender
+            .append(&Batch {
+                events: batch,
+                jsonl: &jsonl,
+            })
+            .expect("append a batch");
+    }
+    drop(appender);
+}
+
+/// The one `session.v3.jsonl` under `root`.
+fn find_log(root: &Path) -> Option<PathBuf> {
+    for entry in std::fs::read_dir(root).ok()?.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if let Some(found) = find_log(&path) {
+                return Some(found);
+            }
+        } else if path
+            .file_name()
+            .is_some_and(|name| name == "session.v3.jsonl")
+        {
+            return Some(path);
+        }
+    }
+    None
+}
+
+/// Runs `command` to its end with its output discarded: `(wall seconds, peak RSS bytes)`.
+/// The peak is the child's own (`wait4`), not the largest of all children so far; it also
+/// counts this process's RSS when it forked (Linux carries it over), which the bench keeps to
+/// a few MB.
+fn measure(mut command: Command) -> (f64, u64) {
+    let start = Instant::now();
+    let child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero `rusage` is valid; `wait4` writes it and the status of our own
+    // child, which `Child` has not waited for (it never waits on drop).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let seconds = start.elapsed().as_secs_f64();
+    assert_eq!(waited, pid, "wait4: {}", std::io::Error::last_os_error());
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{command:?} failed with status {status}"
+    );
+    drop(child);
+    // `ru_maxrss` is in KiB on Linux.
+    (seconds, u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024)
+}
+
+/// Child process entry: `Store::load` of the session in `root`.
+fn child_load(root: &Path) {
+    let session = Store::jsonl(root, Compression::None)
+        .load(ID)
+        .expect("load the generated log");
+    assert!(session.len() > 1);
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(index) = args.iter().position(|arg| arg == "--child-load") {
+        child_load(Path::new(&args[index + 1]));
+        return;
+    }
+    if let Some(index) = args.iter().position(|arg| arg == "--child-generate") {
+        let n_events = args[index + 2].parse().expect("an event count");
+        generate_log(Path::new(&args[index + 1]), n_events);
+        return;
+    }
+    if args.iter().any(|arg| arg == "--list") {
+        return;
+    }
+    let n_events = env_u64("STRATA_BENCH_EVENTS", 200_000);
+    let runs = env_u64("STRATA_BENCH_RUNS", 3).max(1);
+    let base = std::env::var_os("STRATA_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    let dir = tempfile::Builder::new()
+        .prefix("strata-bench-commands-")
+        .tempdir_in(&base)
+        .expect("a scratch directory");
+    let root = dir.path().join("jsonl");
+    // Generated in a child: a process's peak RSS counts the memory of the process it was
+    // forked from, so this one stays small.
+    let this = std::env::current_exe().expect("the bench binary");
+    let status = Command::new(&this)
+        .args([
+            "--child-generate",
+            &root.display().to_string(),
+            &n_events.to_string(),
+        ])
+        .status()
+        .expect("spawn the generator");
+    assert!(status.success(), "generating the log failed");
+    let log = find_log(&root).expect("the generated log");
+    let log_bytes = std::fs::metadata(&log).map_or(0, |meta| meta.len());
+    let strata = env!("CARGO_BIN_EXE_strata");
+    let scratch = dir.path().join("out");
+    std::fs::create_dir_all(&scratch).expect("scratch dir");
+    let fork_at = (n_events * 9 / 10).to_string();
+    let log_arg = log.to_str().expect("a UTF-8 temp path").to_owned();
+    let cases: Vec<(&str, Vec<String>)> = vec![
+        ("validate", vec!["validate".into(), log_arg.clone()]),
+        ("inspect", vec!["inspect".into(), log_arg.clone()]),
+        ("surface", vec!["surface".into(), log_arg.clone()]),
+        ("messages", vec!["messages".into(), log_arg.clone()]),
+        (
+            "compact --dry-run",
+            vec!["compact".into(), log_arg.clone(), "--dry-run".into()],
+        ),
+        (
+            "prune --dry-run",
+            vec!["prune".into(), log_arg.clone(), "--dry-run".into()],
+        ),
+        (
+            "repair --dry-run",
+            vec!["repair".into(), log_arg.clone(), "--dry-run".into()],
+        ),
+        (
+            "fork --at 90%",
+            vec![
+                "fork".into(),
+                log_arg.clone(),
+                "--at".into(),
+                fork_at,
+                "-o".into(),
+                "FORK".into(),
+            ],
+        ),
+        (
+            "report",
+            vec![
+                "report".into(),
+                log_arg.clone(),
+                "-o".into(),
+                scratch.join("report.html").display().to_string(),
+                "--force".into(),
+            ],
+        ),
+    ];
+    let root_arg = root.display().to_string();
+    let load = || {
+        let mut command = Command::new(&this);
+        command.args(["--child-load", &root_arg]);
+        measure(command)
+    };
+    println!(
+        "## strata subcommands on a {n_events}-event log ({:.0} MB of raw V3 JSONL), best of {runs}",
+        log_bytes as f64 / 1e6
+    );
+    println!(
+        "{:<20} {:>8} {:>12} {:>10} {:>10}",
+        "command", "wall s", "peak RSS MB", "time/load", "RSS/load"
+    );
+    let mut load_best = (f64::MAX, u64::MAX);
+    let mut best: Vec<(f64, u64)> = vec![(f64::MAX, u64::MAX); cases.len()];
+    for run in 0..runs {
+        // The load and the commands take turns, so a slow spell of the machine hits both.
+        let (seconds, rss) = load();
+        load_best = (load_best.0.min(seconds), load_best.1.min(rss));
+        for ((_, args), slot) in cases.iter().zip(best.iter_mut()) {
+            let fork_out = scratch.join(format!("fork-{run}.v3.jsonl"));
+            let args: Vec<String> = args
+                .iter()
+                .map(|arg| {
+                    if arg == "FORK" {
+                        fork_out.display().to_string()
+                    } else {
+                        arg.clone()
+                    }
+                })
+                .collect();
+            let mut command = Command::new(strata);
+            command.args(&args).env("NO_COLOR", "1");
+            let (seconds, rss) = measure(command);
+            *slot = (slot.0.min(seconds), slot.1.min(rss));
+        }
+    }
+    println!(
+        "{:<20} {:>8.3} {:>12.0} {:>9.2}x {:>9.2}x",
+        "Store::load",
+        load_best.0,
+        load_best.1 as f64 / 1e6,
+        1.0,
+        1.0
+    );
+    for ((name, _), (seconds, rss)) in cases.iter().zip(best) {
+        println!(
+            "{:<20} {:>8.3} {:>12.0} {:>9.2}x {:>9.2}x",
+            name,
+            seconds,
+            rss as f64 / 1e6,
+            seconds / load_best.0,
+            rss as f64 / load_best.1 as f64
+        );
+    }
+}
