@@ -10,7 +10,8 @@
 //!
 //! Run: `cargo bench -p strata-cli --bench commands`. Knobs: `STRATA_BENCH_EVENTS` (default
 //! 200,000 events of the realistic synthetic log), `STRATA_BENCH_DIR` (default a temp dir),
-//! `STRATA_BENCH_RUNS` (best of this many runs per command, default 3).
+//! `STRATA_BENCH_RUNS` (best of this many runs per command, default 3),
+//! `STRATA_BENCH_BASELINE` (another build's `strata` binary, measured beside this one).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -205,54 +206,58 @@ fn main() {
         command.args(["--child-load", &root_arg]);
         measure(command)
     };
+    // Another build's binary, measured beside this one (before/after figures in one run).
+    let baseline = std::env::var_os("STRATA_BENCH_BASELINE").map(PathBuf::from);
+    let mut binaries: Vec<(&str, PathBuf)> = vec![("", PathBuf::from(strata))];
+    if let Some(baseline) = baseline {
+        binaries.push(("baseline", baseline));
+    }
     println!(
         "## strata subcommands on a {n_events}-event log ({:.0} MB of raw V3 JSONL), best of {runs}",
         log_bytes as f64 / 1e6
     );
     println!(
-        "{:<20} {:>8} {:>12} {:>10} {:>10}",
-        "command", "wall s", "peak RSS MB", "time/load", "RSS/load"
+        "{:<20} {:<9} {:>8} {:>12} {:>10} {:>10}",
+        "command", "binary", "wall s", "peak RSS MB", "time/load", "RSS/load"
     );
     let mut load_best = (f64::MAX, u64::MAX);
-    let mut best: Vec<(f64, u64)> = vec![(f64::MAX, u64::MAX); cases.len()];
+    let mut best = vec![vec![(f64::MAX, u64::MAX); binaries.len()]; cases.len()];
     for run in 0..runs {
         // The load and the commands take turns, so a slow spell of the machine hits both.
         let (seconds, rss) = load();
         load_best = (load_best.0.min(seconds), load_best.1.min(rss));
-        for ((_, args), slot) in cases.iter().zip(best.iter_mut()) {
-            let fork_out = scratch.join(format!("fork-{run}.v3.jsonl"));
-            let args: Vec<String> = args
-                .iter()
-                .map(|arg| {
+        for ((_, args), slots) in cases.iter().zip(best.iter_mut()) {
+            for ((label, binary), slot) in binaries.iter().zip(slots.iter_mut()) {
+                let fork_out = scratch.join(format!("fork-{run}{label}.v3.jsonl"));
+                let args = args.iter().map(|arg| {
                     if arg == "FORK" {
                         fork_out.display().to_string()
                     } else {
                         arg.clone()
                     }
-                })
-                .collect();
-            let mut command = Command::new(strata);
-            command.args(&args).env("NO_COLOR", "1");
-            let (seconds, rss) = measure(command);
-            *slot = (slot.0.min(seconds), slot.1.min(rss));
+                });
+                let mut command = Command::new(binary);
+                command.args(args).env("NO_COLOR", "1");
+                let (seconds, rss) = measure(command);
+                *slot = (slot.0.min(seconds), slot.1.min(rss));
+            }
         }
     }
-    println!(
-        "{:<20} {:>8.3} {:>12.0} {:>9.2}x {:>9.2}x",
-        "Store::load",
-        load_best.0,
-        load_best.1 as f64 / 1e6,
-        1.0,
-        1.0
-    );
-    for ((name, _), (seconds, rss)) in cases.iter().zip(best) {
+    let row = |name: &str, label: &str, (seconds, rss): (f64, u64)| {
         println!(
-            "{:<20} {:>8.3} {:>12.0} {:>9.2}x {:>9.2}x",
+            "{:<20} {:<9} {:>8.3} {:>12.0} {:>9.2}x {:>9.2}x",
             name,
+            label,
             seconds,
             rss as f64 / 1e6,
             seconds / load_best.0,
             rss as f64 / load_best.1 as f64
         );
+    };
+    row("Store::load", "", load_best);
+    for ((name, _), slots) in cases.iter().zip(best) {
+        for ((label, _), measured) in binaries.iter().zip(slots) {
+            row(name, label, measured);
+        }
     }
 }
