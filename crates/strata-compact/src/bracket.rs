@@ -19,9 +19,10 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 use strata_core::{
-    payload, AcceptError, Candidate, CloseCause, Event, EventType, RawEvent, SeedOptions, Session,
-    SessionHeader,
+    payload, AcceptError, Candidate, CloseCause, Event, EventType, Generation, PrecheckedRow,
+    RawEvent, SeedOptions, Session, SessionHeader,
 };
+use strata_store::{restore_stream, EventRows, LogStream, StoreError, TornInfo};
 
 /// The `error` text of a closer written on resume.
 pub const INTERRUPTED: &str = "interrupted";
@@ -53,18 +54,163 @@ pub fn compaction_closer_row(rows: &[RawEvent]) -> Option<RawEvent> {
         Some("compaction/start") => Some(Some(row)),
         _ => None,
     })??;
+    let time = rows.last().and_then(RawEvent::time_value);
+    Some(closer_row(start, time, rows.len() as u64))
+}
+
+/// The `compaction/end` row closing the bracket `start` opened, at `seq`, with `time` (the
+/// last row's; 0 when it has none).
+fn closer_row(start: &RawEvent, time: Option<Value>, seq: u64) -> RawEvent {
     let start_data = start.data();
     let data = closer_data(start_data.as_deref().unwrap_or(&Value::Null));
-    let time = rows
-        .last()
-        .and_then(|row| row.to_value().get("time").cloned())
-        .unwrap_or(Value::from(0));
     let mut envelope = Map::new();
     envelope.insert("type".into(), "compaction/end".into());
-    envelope.insert("seq".into(), Value::from(rows.len() as u64));
-    envelope.insert("time".into(), time);
+    envelope.insert("seq".into(), Value::from(seq));
+    envelope.insert("time".into(), time.unwrap_or(Value::from(0)));
     envelope.insert("data".into(), data);
-    Some(RawEvent::from_value(Value::Object(envelope)))
+    RawEvent::from_value(Value::Object(envelope))
+}
+
+/// Rows on their way to a restore, watched for the compaction bracket they leave open: after
+/// the last row, [`BracketWatch::closer_row`] is [`compaction_closer_row`] of them all,
+/// without holding them (only the newest open `compaction/start` is kept).
+#[derive(Debug, Default)]
+struct BracketWatch {
+    start: Option<RawEvent>,
+    last_time: Option<Value>,
+    n_rows: u64,
+}
+
+impl BracketWatch {
+    /// Notes the next row.
+    fn observe(&mut self, row: &PrecheckedRow) {
+        self.note(row.type_tag(), row.time_value(), || row.to_raw());
+    }
+
+    /// Notes the next row, read as a wire row.
+    fn observe_raw(&mut self, row: &RawEvent) {
+        self.note(row.type_tag(), row.time_value(), || Some(row.clone()));
+    }
+
+    fn note(
+        &mut self,
+        tag: Option<&str>,
+        time: Option<Value>,
+        start: impl FnOnce() -> Option<RawEvent>,
+    ) {
+        self.n_rows += 1;
+        self.last_time = time;
+        match tag {
+            Some("session/end-seed") | Some("compaction/end") => self.start = None,
+            Some("compaction/start") => self.start = start(),
+            _ => {}
+        }
+    }
+
+    /// Rows observed.
+    fn n_rows(&self) -> u64 {
+        self.n_rows
+    }
+
+    /// The closer of the bracket the rows so far leave open, at the next seq.
+    fn closer_row(&self) -> Option<RawEvent> {
+        let start = self.start.as_ref()?;
+        Some(closer_row(start, self.last_time.clone(), self.n_rows))
+    }
+}
+
+/// [`restore_resumed`] from a stream, holding no more of the log than a load does: rows go
+/// from the stream to the session as the backend hands them out (checked ahead on its
+/// decoding threads), the open bracket's closer follows the last, then the turn closers and
+/// the end-seed marker. Same session, same errors (located as a load locates them).
+pub fn resume_stream(
+    stream: &mut LogStream<'_>,
+    options: SeedOptions,
+) -> Result<Resumed, StoreError> {
+    let header = stream.header().clone();
+    let location = stream.location().to_owned();
+    let first_line = stream.first_line();
+    let mut watch = BracketWatch::default();
+    let session = {
+        let mut rows = LogStream::new(
+            header,
+            location,
+            first_line,
+            Bracketed {
+                inner: stream,
+                watch: &mut watch,
+                closed: false,
+            },
+        );
+        restore_stream(&mut rows, Some(CloseCause::Interrupted), options)?
+    };
+    Ok(Resumed {
+        session,
+        n_stored: usize::try_from(watch.n_rows()).unwrap_or(usize::MAX),
+    })
+}
+
+/// A stream's rows, then the closer of the compaction bracket they leave open.
+struct Bracketed<'s, 'a> {
+    inner: &'s mut LogStream<'a>,
+    watch: &'s mut BracketWatch,
+    closed: bool,
+}
+
+impl Bracketed<'_, '_> {
+    /// The closer, once, after the last row.
+    fn close(&mut self) -> Option<RawEvent> {
+        if std::mem::replace(&mut self.closed, true) {
+            return None;
+        }
+        self.watch.closer_row()
+    }
+}
+
+impl Iterator for Bracketed<'_, '_> {
+    type Item = Result<RawEvent, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if !self.closed {
+            match self.inner.next() {
+                Some(Ok(raw)) => {
+                    self.watch.observe_raw(&raw);
+                    return Some(Ok(raw));
+                }
+                Some(Err(error)) => return Some(Err(error)),
+                None => {}
+            }
+        }
+        self.close().map(Ok)
+    }
+}
+
+impl EventRows for Bracketed<'_, '_> {
+    fn torn(&self) -> Option<TornInfo> {
+        self.inner.torn()
+    }
+
+    fn progress(&self) -> Option<(u64, u64)> {
+        self.inner.progress()
+    }
+
+    fn next_prechecked(
+        &mut self,
+        generation: Generation,
+    ) -> Option<Result<PrecheckedRow, StoreError>> {
+        if !self.closed {
+            match EventRows::next_prechecked(&mut *self.inner, generation) {
+                Some(Ok(row)) => {
+                    self.watch.observe(&row);
+                    return Some(Ok(row));
+                }
+                Some(Err(error)) => return Some(Err(error)),
+                None => {}
+            }
+        }
+        self.close()
+            .map(|closer| Ok(PrecheckedRow::deferred(closer)))
+    }
 }
 
 /// A session restored for writing, and how much of it is not yet stored.

@@ -39,8 +39,8 @@
 #![forbid(unsafe_code)]
 
 pub use bracket::{
-    close_open_bracket, compaction_closer, compaction_closer_row, restore_resumed, Resumed,
-    INTERRUPTED,
+    close_open_bracket, compaction_closer, compaction_closer_row, restore_resumed, resume_stream,
+    Resumed, INTERRUPTED,
 };
 pub use compaction::{
     CompactError, CompactionBatch, CompactionIds, CompactionOutcome, CompactionPlan, Compactor,

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use strata_core::{Event, EventType, RawEvent, SeedOptions, SessionHeader};
 use strata_store::{LogStream, Store, StoreError};
 
-use crate::bracket::{restore_resumed, Resumed};
+use crate::bracket::{restore_resumed, resume_stream, Resumed};
 
 /// The events a resume would append to a stored log when a turn or a compaction bracket is
 /// open — closers, then the end-seed marker; empty when nothing is open.
@@ -50,21 +50,11 @@ pub fn repair_stored(
     id: &str,
     marker_time: i64,
 ) -> Result<Vec<Arc<Event>>, StoreError> {
-    let location = store.backend().describe();
     let mut added: Vec<Arc<Event>> = Vec::new();
     let mut load = |stream: &mut LogStream<'_>| -> Result<(), StoreError> {
-        let header = stream.header().clone();
-        let rows = stream
-            .by_ref()
-            .collect::<Result<Vec<RawEvent>, StoreError>>()?;
-        let (_, events) =
-            plan_repair(header, rows, marker_time).map_err(|source| StoreError::Invalid {
-                id: id.to_owned(),
-                location: location.clone(),
-                line: None,
-                source: Box::new(source),
-            })?;
-        added = events;
+        // Streamed like a load: the rows are never all held at once.
+        let resumed = resume_stream(stream, SeedOptions { marker_time })?;
+        added = repair_events(&resumed);
         Ok(())
     };
     let mut appender = store.backend().open_append(id, &mut load)?;

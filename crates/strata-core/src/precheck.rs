@@ -97,6 +97,40 @@ impl PrecheckedRow {
         PrecheckedRow(Checked::Deferred(Box::new(raw)))
     }
 
+    /// The row's type tag, for code watching rows go by on their way to a restore (a writer's
+    /// repair tracks the last `compaction/start`); `None` for a row that failed its rules,
+    /// where the restore stops.
+    pub fn type_tag(&self) -> Option<&str> {
+        match &self.0 {
+            Checked::Accepted(event) => Some(event.event_type().as_str()),
+            Checked::Rejected(_) => None,
+            Checked::Deferred(raw) => raw.type_tag(),
+        }
+    }
+
+    /// The row's `time` as its wire row holds it (see [`RawEvent::time_value`]); `None` for a
+    /// row that failed its rules.
+    pub fn time_value(&self) -> Option<serde_json::Value> {
+        match &self.0 {
+            Checked::Accepted(event) => Some(serde_json::Value::from(event.time())),
+            Checked::Rejected(_) => None,
+            Checked::Deferred(raw) => raw.time_value(),
+        }
+    }
+
+    /// A copy of the row as a wire row, leaving the row to the restore (see
+    /// [`PrecheckedRow::into_raw`]); `None` for a row that failed its rules.
+    pub fn to_raw(&self) -> Option<RawEvent> {
+        match &self.0 {
+            Checked::Accepted(event) => {
+                let generation = event.checked_under.unwrap_or(Generation::NATIVE);
+                Some(RawEvent::from_event_in(event, generation))
+            }
+            Checked::Rejected(_) => None,
+            Checked::Deferred(raw) => Some(RawEvent::clone(raw)),
+        }
+    }
+
     /// The row as a wire row again, for a reader that wanted rows rather than a restore (an
     /// accepted event is re-encoded; a rejected row has no wire form left and gives its error).
     pub fn into_raw(self) -> Result<RawEvent, AcceptError> {

@@ -181,6 +181,11 @@ impl RawEvent {
         self.seq.as_ref().map(Scalar::to_value)
     }
 
+    /// The `time` value as written (numbers normalized to their double value).
+    pub fn time_value(&self) -> Option<Value> {
+        self.time.as_ref().map(Scalar::to_value)
+    }
+
     /// The `seq` as a non-negative safe integer, when it is one.
     pub fn seq_number(&self) -> Option<u64> {
         self.seq

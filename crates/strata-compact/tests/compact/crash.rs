@@ -9,11 +9,11 @@ use std::io::Write;
 
 use serde_json::json;
 use strata_compact::{
-    block_on, close_open_bracket, restore_resumed, CompactionConfig, Compactor,
+    block_on, close_open_bracket, restore_resumed, resume_stream, CompactionConfig, Compactor,
     ExtractiveSummarizer, IdGenerator, MemoryHost, Trigger, INTERRUPTED,
 };
 use strata_core::{SeedOptions, Session};
-use strata_store::{encode_event_line, read_log, write_log, Compression, Store};
+use strata_store::{encode_event_line, read_log, scan_log, write_log, Compression, Store};
 
 use crate::common::{messages, open_turn, raw_prefix, synth, types_from};
 
@@ -198,4 +198,41 @@ fn close_open_bracket_leaves_a_closed_log_alone() {
     assert!(close_open_bracket(&writer, 1).unwrap().is_none());
     assert_eq!(writer.with_session(|s| s.len()), before);
     writer.close().unwrap();
+}
+
+/// `resume_stream` (what `strata repair` streams) gives the session and stored count
+/// `restore_resumed` gives over the same rows all held, at cuts around an open compaction
+/// bracket, inside open turns and after closed ones.
+#[test]
+fn a_streamed_resume_equals_the_resume_of_all_rows() {
+    let (session, start, _) = compacted();
+    let dir = tempfile::tempdir().unwrap();
+    let cuts = (1..=session.len()).filter(|cut| cut.abs_diff(start) <= 10 || cut % 23 == 0);
+    let mut n_open_brackets = 0;
+    for cut in cuts {
+        let path = dir.path().join(format!("cut-{cut}.v3.jsonl"));
+        write_log(&path, session.header(), &session.events()[..cut]).unwrap();
+        let stored = read_log(&path).unwrap();
+        let options = SeedOptions { marker_time: 7 };
+        let held = restore_resumed(stored.header, stored.events, options).unwrap();
+        let mut stream = scan_log(&path).unwrap();
+        let streamed = resume_stream(&mut stream, options).unwrap();
+        assert_eq!(streamed.n_stored, held.n_stored, "cut {cut}");
+        let lines = |session: &Session| -> Vec<Vec<u8>> {
+            session
+                .events()
+                .iter()
+                .map(|event| {
+                    let mut line = Vec::new();
+                    encode_event_line(event, &mut line);
+                    line
+                })
+                .collect()
+        };
+        assert_eq!(lines(&streamed.session), lines(&held.session), "cut {cut}");
+        if types_from(&held.session, cut).first().map(String::as_str) == Some("compaction/end") {
+            n_open_brackets += 1;
+        }
+    }
+    assert!(n_open_brackets > 0, "some cut leaves the bracket open");
 }
