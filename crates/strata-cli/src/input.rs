@@ -273,6 +273,28 @@ pub fn load_with(input: &Input, progress: &Progress) -> Result<Loaded, LoadError
     })
 }
 
+/// Streams a resolved log into `resume` (a writer's resume of it, crash repair included) with
+/// the progress a load shows, so the rows go from the reader to the session as in a load;
+/// `None` for a v0–v2 file, which only [`load_input`] reads (in its own numbering).
+pub fn resume_input<T>(
+    input: &Input,
+    resume: impl FnOnce(&mut LogStream<'_>) -> Result<T, StoreError>,
+) -> Result<Option<T>, LoadError> {
+    if let Input::File(path) = input {
+        if matches!(legacy::sniff(path), Ok((generation, _)) if generation != Generation::V3) {
+            return Ok(None);
+        }
+    }
+    let label = input.label();
+    let progress = Progress::new(&format!("loading {label}"));
+    let resumed = with_stream(input, |stream| {
+        let mut stream = progress::observe(stream, &progress);
+        resume(&mut stream).map_err(|error| store_failure(&label, error))
+    });
+    progress.finish();
+    resumed.map(Some)
+}
+
 /// A v0, v1 or v2 log file, validated under its own generation's rules (v0/v1 as upstream
 /// rc.8's restore path does, crash-repair closers included) and kept in its own numbering, so
 /// `validate`, `surface` and `messages` report v0 seqs. `None` for a V3 (or unreadable) file,

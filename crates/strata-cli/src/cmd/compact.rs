@@ -10,16 +10,16 @@ use std::path::Path;
 
 use anyhow::{bail, Context};
 use strata_compact::{
-    block_on, restore_resumed, ByteEstimator, CompactionConfig, CompactionOutcome, Compactor,
-    ExtractiveSummarizer, IdGenerator, TokenEstimator as _, Trigger, WriterHost,
+    block_on, restore_resumed, resume_stream, ByteEstimator, CompactionConfig, CompactionOutcome,
+    Compactor, ExtractiveSummarizer, IdGenerator, TokenEstimator as _, Trigger, WriterHost,
     CHECKPOINT_PREAMBLE,
 };
 use strata_core::{SeedOptions, Seq, Session};
 use strata_store::SessionWriter;
 
-use super::{load_for_view, Status};
+use super::{load_for_view, report_load_error, Status};
 use crate::cli::Format;
-use crate::input::writable_session;
+use crate::input::{resolve, resume_input, writable_session};
 use crate::output;
 
 pub(crate) fn run(file: &Path, offline: bool, dry_run: bool) -> anyhow::Result<Status> {
@@ -150,9 +150,23 @@ fn dry_run_report(
 }
 
 /// Loads and validates `file`, then resumes it in memory as a writer would (closing an
-/// open compaction bracket and turn), so a dry run plans on what a real run would see.
+/// open compaction bracket and turn), so a dry run plans on what a real run would see. The
+/// rows stream into the resumed session as in a load; a rejected log is reported and yields
+/// `None`.
 pub(crate) fn load_resumed(file: &Path) -> anyhow::Result<Option<Session>> {
-    let Some(loaded) = load_for_view(file, Format { json: false })? else {
+    let format = Format { json: false };
+    let resumed = resolve(file, None).and_then(|input| {
+        resume_input(&input, |stream| {
+            resume_stream(stream, SeedOptions::default())
+        })
+    });
+    match resumed {
+        Ok(Some(resumed)) => return Ok(Some(resumed.session)),
+        Ok(None) => {}
+        Err(error) => return report_load_error(error, format).map(|_| None),
+    }
+    // An older generation's file: loaded in its own numbering, then resumed.
+    let Some(loaded) = load_for_view(file, format)? else {
         return Ok(None);
     };
     let header = loaded.session.header().clone();

@@ -11,31 +11,36 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use serde_json::{json, Value};
-use strata_compact::{plan_repair, repair_stored, system_clock_ms};
-use strata_core::{Event, Generation};
+use strata_compact::{repair_events, repair_stored, resume_stream, system_clock_ms};
+use strata_core::{Event, Generation, SeedOptions};
 use strata_store::{encode_event_line, legacy};
 
-use super::{load_for_view, report_load_error, Status};
+use super::{report_load_error, Status};
 use crate::cli::Format;
-use crate::input::{store_failure, writable_session};
+use crate::input::{resolve, resume_input, store_failure, writable_session};
 use crate::output;
 
 /// Repairs the log `file` names, or (`dry_run`) prints what a repair would append.
 pub(crate) fn run(file: &Path, dry_run: bool, format: Format) -> anyhow::Result<Status> {
     refuse_older_generation(file)?;
     let (label, added) = if dry_run {
-        let Some(loaded) = load_for_view(file, format)? else {
-            return Ok(Status::Invalid);
+        // Planned as the repair itself runs: the rows stream into the resumed session.
+        let options = SeedOptions {
+            marker_time: system_clock_ms(),
         };
-        let header = loaded.session.header().clone();
-        // The stored events, without the end-seed marker the viewing restore added.
-        let mut rows = loaded.session.to_raw_events();
-        rows.truncate(loaded.n_stored);
-        let (_, added) = plan_repair(header, rows, system_clock_ms())
-            .with_context(|| format!("{}: planning the repair", loaded.label))?;
-        (loaded.label, added)
+        let resumed = resolve(file, None).and_then(|input| {
+            let label = input.label();
+            resume_input(&input, |stream| resume_stream(stream, options))
+                .map(|resumed| resumed.map(|resumed| (label, resumed)))
+        });
+        match resumed {
+            Ok(Some((label, resumed))) => (label, repair_events(&resumed)),
+            // An older generation's file, refused above.
+            Ok(None) => bail!("{}: only a V3 log is repaired", file.display()),
+            Err(error) => return report_load_error(error, format),
+        }
     } else {
         let session = writable_session(
             file,
