@@ -1,4 +1,4 @@
-//! Durable crash repair of a stored session: the closers [`restore_resumed`] computes — an open
+//! Durable crash repair of a stored session: the closers [`resume_stream`] computes — an open
 //! compaction bracket's `compaction/end`, then the open turn's closers (session-core §8), then
 //! the end-seed marker — appended through the store under the writer lock (`strata repair`).
 //!
