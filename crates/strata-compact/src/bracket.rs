@@ -122,7 +122,9 @@ impl BracketWatch {
 /// [`restore_resumed`] from a stream, holding no more of the log than a load does: rows go
 /// from the stream to the session as the backend hands them out (checked ahead on its
 /// decoding threads), the open bracket's closer follows the last, then the turn closers and
-/// the end-seed marker. Same session, same errors (located as a load locates them).
+/// the end-seed marker. Same session, same errors (located as a load locates them). The
+/// stream must start at seq 0, as `Backend::scan` and `open_append` give it; one resuming after
+/// a checkpoint fails its first row's contiguity rule.
 pub fn resume_stream(
     stream: &mut LogStream<'_>,
     options: SeedOptions,
