@@ -81,7 +81,7 @@ impl Loaded {
     /// The offline fold of the stored events ([`strata_core::log_stats`]) under the log's own
     /// generation.
     pub fn stats(&self) -> anyhow::Result<strata_core::LogStats> {
-        strata_core::log_stats(self.stored_events(), self.session.generation())
+        strata_core::log_stats(self.stored_events())
             .with_context(|| format!("{}: the restored log failed an offline fold", self.label))
     }
 }

@@ -1363,7 +1363,14 @@ fn plan_relational(context: &Context<'_>, event: &Event) -> Result<SurfacePlan, 
 /// Rule 7: both endpoints on the surface, start not after end (by surface position);
 /// returns their surface indexes.
 fn locate_span(context: &Context<'_>, range: ReplaceRange) -> Result<(usize, usize), AcceptError> {
-    let nodes = context.surface.nodes();
+    locate_span_in(context.surface.nodes(), range)
+}
+
+/// [`locate_span`] on the surface `nodes`.
+pub(crate) fn locate_span_in(
+    nodes: &[Seq],
+    range: ReplaceRange,
+) -> Result<(usize, usize), AcceptError> {
     let start_index = find(nodes, range.start).ok_or_else(|| {
         AcceptError::new(
             Rule::ReplaceStartNotFound,

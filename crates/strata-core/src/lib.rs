@@ -49,7 +49,8 @@ pub use rule::{AcceptError, Rule};
 pub use scan::{ScanArena, ScannedRow};
 pub use seq::{Seq, SeqRangeError, MAX_SAFE_INTEGER};
 pub use session::{
-    fold_surface, fold_window, AppendPlan, BatchMark, Fold, SeedOptions, Session, StalePlanError,
+    fold_accepted, fold_surface, fold_window, AppendPlan, BatchMark, Fold, SeedOptions, Session,
+    StalePlanError,
 };
 pub use stats::{log_stats, LogStats, Place, Standing, StepUsage};
 pub use surface::{Replacement, SurfaceState};

@@ -13,8 +13,7 @@ use crate::generation::Generation;
 use crate::message::{project, Message};
 use crate::rule::AcceptError;
 use crate::seq::Seq;
-use crate::session::fold_window;
-use crate::wire::RawEvent;
+use crate::session::fold_accepted;
 
 /// The canonical form of a `request/header`'s header: `config`, plus
 /// `adapterDefaults` only when a flag is set, `tools` only when non-empty
@@ -139,13 +138,7 @@ pub fn request_at(
     };
     let end = usize::try_from(seq.get()).map_err(|_| out_of_range())?;
     let prefix = events.get(..=end).ok_or_else(out_of_range)?;
-    let fold = fold_window(
-        generation,
-        Seq::ZERO,
-        prefix
-            .iter()
-            .map(|event| RawEvent::from_event_in(event, generation)),
-    )?;
+    let fold = fold_accepted(prefix)?;
     let messages = fold
         .nodes
         .iter()

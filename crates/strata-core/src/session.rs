@@ -1255,6 +1255,68 @@ pub fn fold_window(
     })
 }
 
+/// [`fold_window`] over events a session accepted together, from seq 0 (its own log): the
+/// surface replayed from each event's placement alone, holding only the surface. Every rule
+/// already held for these events, so none runs again and no event is rebuilt (a fold window
+/// re-accepts each event and keeps a second copy of the log); a placement the surface cannot
+/// take, or a gap in the seqs, fails as the fold would.
+pub fn fold_accepted(events: &[Arc<Event>]) -> Result<Fold, AcceptError> {
+    let mut surface = SurfaceState::new();
+    let mut replacements = Vec::new();
+    for (index, event) in events.iter().enumerate() {
+        if event.seq.get() != index as u64 {
+            return Err(AcceptError::new(
+                Rule::SeqNotContiguous,
+                format!(
+                    "session event at index {index} has seq {} (expected {index})",
+                    event.seq
+                ),
+            )
+            .at_index(index as u64));
+        }
+        let plan = match event.meta() {
+            SurfaceMeta::Surface {
+                op: crate::event::SurfaceOp::Append,
+                ..
+            } => SurfacePlan::Append(event.seq),
+            SurfaceMeta::Surface {
+                op: crate::event::SurfaceOp::Replace(range),
+                ..
+            } => {
+                let (start_index, end_index) =
+                    crate::accept::locate_span_in(surface.nodes(), *range)
+                        .map_err(|error| error.at_seq(event.seq.get()))?;
+                SurfacePlan::Replace {
+                    seq: event.seq,
+                    start_index,
+                    end_index,
+                }
+            }
+            SurfaceMeta::LogOnly | SurfaceMeta::Opaque { .. } => SurfacePlan::None,
+        };
+        if let (
+            SurfaceUndo::Unreplace { shadowed, .. },
+            SurfaceMeta::Surface {
+                op: crate::event::SurfaceOp::Replace(range),
+                ..
+            },
+        ) = (surface.apply(&plan), event.meta())
+        {
+            replacements.push(Replacement {
+                seq: event.seq,
+                start: range.start,
+                end: range.end,
+                shadowed,
+            });
+        }
+    }
+    Ok(Fold {
+        nodes: surface.nodes().to_vec(),
+        replace_generation: surface.replace_generation(),
+        replacements,
+    })
+}
+
 /// Builds an event from a trusted internal candidate (markers, closers) at a
 /// known position, without acceptance. Callers accept the result later, as
 /// part of a seed, so no unvalidated event ever reaches a log.

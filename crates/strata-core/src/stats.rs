@@ -7,12 +7,10 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::event::{Event, EventType};
-use crate::generation::Generation;
 use crate::rule::AcceptError;
 use crate::seq::Seq;
-use crate::session::{fold_window, Fold};
+use crate::session::{fold_accepted, Fold};
 use crate::view::{Kind, Node, View};
-use crate::wire::RawEvent;
 
 /// What a log holds, counted.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,16 +83,10 @@ impl LogStats {
     }
 }
 
-/// Counts `events` (a whole log from seq 0) under `generation`'s rules, replaying the surface.
+/// Counts `events` (a session's log from seq 0), replaying the surface from their placements.
 /// Fails only if the events were never accepted together.
-pub fn log_stats(events: &[Arc<Event>], generation: Generation) -> Result<LogStats, AcceptError> {
-    let fold = fold_window(
-        generation,
-        Seq::ZERO,
-        events
-            .iter()
-            .map(|event| RawEvent::from_event_in(event, generation)),
-    )?;
+pub fn log_stats(events: &[Arc<Event>]) -> Result<LogStats, AcceptError> {
+    let fold = fold_accepted(events)?;
     let mut counts: Vec<(String, u64)> = Vec::new();
     let mut places = Vec::with_capacity(events.len());
     let mut step_usage = Vec::new();

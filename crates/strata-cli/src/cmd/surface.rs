@@ -1,7 +1,7 @@
 //! `strata surface`: the model-visible events in order, and every replacement.
 
 use anyhow::Context;
-use strata_core::{fold_window, RawEvent, Seq};
+use strata_core::fold_accepted;
 
 use super::{load_for_view, Status};
 use crate::cli::Format;
@@ -11,17 +11,10 @@ pub(crate) fn run(file: &std::path::Path, format: Format) -> anyhow::Result<Stat
     let Some(loaded) = load_for_view(file, format)? else {
         return Ok(Status::Invalid);
     };
-    let generation = loaded.session.generation();
-    // The stored events (not the end-seed marker the restore added), re-folded one at a time.
-    let stored = loaded.stored_events();
-    let fold = fold_window(
-        generation,
-        Seq::ZERO,
-        stored
-            .iter()
-            .map(|e| RawEvent::from_event_in(e, generation)),
-    )
-    .context("the restored log failed an offline fold")?;
+    // The stored events (not the end-seed marker the restore added), replayed from their
+    // placements for the replacement history.
+    let fold =
+        fold_accepted(loaded.stored_events()).context("the restored log failed an offline fold")?;
     if format.json {
         output::line(&output::fold_json(&fold).to_string())?;
         return Ok(Status::Ok);

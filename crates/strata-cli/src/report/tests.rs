@@ -29,7 +29,7 @@ fn session() -> Session {
 
 fn page_of(session: &Session) -> String {
     let events = &session.events()[..7];
-    let stats = log_stats(events, session.generation()).expect("stats");
+    let stats = log_stats(events).expect("stats");
     render(&Report {
         label: "dir/<log>.jsonl",
         header: session.header(),

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::synth::{generate, SynthConfig};
-use crate::Session;
+use crate::{RawEvent, Session};
 
 #[test]
 fn the_request_at_the_last_seq_is_the_sessions_own() {

@@ -4,6 +4,7 @@ use serde_json::json;
 
 use super::*;
 use crate::synth::{generate, generate_loaded, parsed_seqs, SynthConfig};
+use crate::{RawEvent, Seq};
 use crate::{SeedOptions, Session, SessionHeader};
 
 #[test]
@@ -15,7 +16,7 @@ fn counts_add_up_and_standing_matches_the_surface() {
         ..SynthConfig::default()
     })
     .unwrap();
-    let stats = log_stats(session.events(), session.generation()).unwrap();
+    let stats = log_stats(session.events()).unwrap();
     assert_eq!(stats.n_events, session.len() as u64);
     assert_eq!(
         stats.counts.iter().map(|(_, n)| n).sum::<u64>(),
@@ -55,7 +56,7 @@ fn places_usage_and_an_open_turn() {
         SeedOptions::default(),
     )
     .unwrap();
-    let stats = log_stats(&session.events()[..9], session.generation()).unwrap();
+    let stats = log_stats(&session.events()[..9]).unwrap();
     assert_eq!((stats.n_turns, stats.n_steps), (2, 2));
     assert_eq!(stats.open_turn, Some(2));
     assert_eq!(
@@ -89,11 +90,10 @@ fn counting_leaves_every_payload_unparsed() {
         ..SynthConfig::default()
     })
     .unwrap();
-    let generation = session.generation();
     // The restore parses what it reads whole (request headers, say); that is all.
     let before = parsed_seqs(&session);
     assert!(before.len() < session.len() / 4, "{} parsed", before.len());
-    let stats = log_stats(session.events(), generation).unwrap();
+    let stats = log_stats(session.events()).unwrap();
     assert!(!stats.usage.is_empty() && stats.n_steps > 0);
     // A parsed payload stays in its event for the event's life: over a whole log that was
     // gigabytes of trees nobody asked for.
@@ -159,9 +159,67 @@ proptest::proptest! {
             SeedOptions::default(),
         )
         .unwrap();
-        let stats = log_stats(&session.events()[..lines.len()], session.generation()).unwrap();
+        let stats = log_stats(&session.events()[..lines.len()]).unwrap();
         proptest::prop_assert_eq!(stats.usage, expected);
         proptest::prop_assert_eq!(stats.n_steps, steps.len() as u64);
         proptest::prop_assert_eq!(stats.places.last().map(|place| place.turn), Some(Some(1)));
     }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
+
+    /// Replaying accepted events from their placements folds to what re-accepting them does:
+    /// the same nodes, replace count and replacements with what each shadowed, for any prefix
+    /// of a log with compactions and prunes.
+    #[test]
+    fn fold_accepted_is_fold_window_on_a_sessions_own_events(
+        seed in proptest::prelude::any::<u64>(),
+        compact_every in 1u64..5,
+        prune_rate in 0.0f64..0.8,
+        cut in 0.0f64..1.0,
+    ) {
+        let session = generate(&SynthConfig {
+            events: 300,
+            seed,
+            compact_every,
+            prune_rate,
+            ..SynthConfig::default()
+        })
+        .unwrap();
+        let events = session.events();
+        let prefix = &events[..((events.len() as f64 * cut) as usize).min(events.len())];
+        let generation = session.generation();
+        let replayed = crate::session::fold_accepted(prefix).unwrap();
+        let refolded = crate::session::fold_window(
+            generation,
+            Seq::ZERO,
+            prefix.iter().map(|event| RawEvent::from_event_in(event, generation)),
+        )
+        .unwrap();
+        proptest::prop_assert_eq!(&replayed.nodes, &refolded.nodes);
+        proptest::prop_assert_eq!(replayed.replace_generation, refolded.replace_generation);
+        proptest::prop_assert_eq!(&replayed.replacements, &refolded.replacements);
+    }
+}
+
+#[test]
+fn fold_accepted_refuses_events_out_of_their_places() {
+    let session = generate(&SynthConfig {
+        events: 200,
+        compact_every: 2,
+        ..SynthConfig::default()
+    })
+    .unwrap();
+    let events = session.events();
+    // A log cut from a replacement on, and one with two events swapped.
+    let replace = events
+        .iter()
+        .position(|event| matches!(event.surface_op(), Some(crate::SurfaceOp::Replace(_))))
+        .unwrap();
+    let error = crate::session::fold_accepted(&events[replace..]).unwrap_err();
+    assert!(error.to_string().contains("expected 0"), "{error}");
+    let mut shuffled: Vec<Arc<Event>> = events.to_vec();
+    shuffled.swap(1, 2);
+    assert!(crate::session::fold_accepted(&shuffled).is_err());
 }
