@@ -18,9 +18,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use strata_core::synth::{generate, SynthConfig};
-use strata_store::{
-    encode_event_line, Backend, Batch, Compression, JsonlBackend, JsonlConfig, Store,
-};
+use strata_store::{Backend, Compression, JsonlBackend, JsonlConfig, Store};
 
 /// The id of the generated session.
 const ID: &str = "bench";
@@ -48,18 +46,9 @@ fn generate_log(root: &Path, n_events: u64) {
     let mut appender = backend
         .create(session.header(), &[])
         .expect("create the log");
-    let mut jsonl = Vec::new();
+    // One append (and one zstd frame) per batch, as dsh writes.
     for batch in session.events().chunks(BATCH) {
-        jsonl.clear();
-        for event in batch {
-            encode_event_line(event, &mut jsonl);
-        }
-        appender
-            .append(&Batch {
-                events: batch,
-                jsonl: &jsonl,
-            })
-            .expect("append a batch");
+        appender.append_events(batch).expect("append a batch");
     }
     drop(appender);
 }

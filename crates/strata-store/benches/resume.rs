@@ -30,8 +30,7 @@ use std::time::Instant;
 
 use strata_core::synth::{generate, SynthConfig};
 use strata_store::{
-    encode_event_line, Backend, Batch, Compression, JsonlBackend, JsonlConfig, PostgresBackend,
-    SqliteBackend, Store,
+    Backend, Compression, JsonlBackend, JsonlConfig, PostgresBackend, SqliteBackend, Store,
 };
 
 mod support;
@@ -138,18 +137,9 @@ fn generate_log(at: &str, kind: Kind, n_events: u64) {
     .unwrap();
     let backend = kind.backend(at);
     let mut appender = backend.create(session.header(), &[]).unwrap();
-    let mut jsonl = Vec::new();
+    // One append (and one zstd frame) per batch, as dsh writes.
     for batch in session.events().chunks(BATCH) {
-        jsonl.clear();
-        for event in batch {
-            encode_event_line(event, &mut jsonl);
-        }
-        appender
-            .append(&Batch {
-                events: batch,
-                jsonl: &jsonl,
-            })
-            .unwrap();
+        appender.append_events(batch).unwrap();
     }
     appender.checkpoint(&session.checkpoint().unwrap()).unwrap();
     drop(appender);

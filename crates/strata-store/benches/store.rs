@@ -39,7 +39,7 @@ use strata_core::synth::{generate, SynthConfig};
 use strata_core::{Event, HeaderSpec, SessionHeader};
 use strata_store::synth::{turn_candidates, EVENTS_PER_TURN};
 use strata_store::{
-    encode_event_line, Backend, Batch, Compression, JsonlBackend, JsonlConfig, SessionWriter,
+    encode_event_line, Backend, Compression, JsonlBackend, JsonlConfig, SessionWriter,
     SqliteBackend, Store,
 };
 
@@ -463,18 +463,9 @@ fn generate_logs(dir: &Path, n_events: u64, content_bytes: usize) {
     for kind in Kind::ALL {
         let backend = kind.backend(dir);
         let mut appender = backend.create(session.header(), &[]).unwrap();
-        let mut jsonl = Vec::new();
+        // One append (and one zstd frame) per batch, as dsh writes.
         for batch in events.chunks(LOAD_BATCH) {
-            jsonl.clear();
-            for event in batch {
-                encode_event_line(event, &mut jsonl);
-            }
-            appender
-                .append(&Batch {
-                    events: batch,
-                    jsonl: &jsonl,
-                })
-                .unwrap();
+            appender.append_events(batch).unwrap();
         }
     }
     println!("0 {} {} {}", peak_rss(), events.len(), cpu_seconds());
