@@ -47,9 +47,19 @@ async fn rate_limited_then_success_logs_exactly_one_attempt() {
     );
     let attempts = of_type(&session, "assistant/attempt");
     assert_eq!(attempts.len(), 1);
+    // The chunk is stamped when it arrives and the event when it is appended, moments later
+    // (the same millisecond, usually: asserting equality failed now and then).
+    let chunk_time = field(attempts[0], &["stream"])[0]["time"]
+        .as_i64()
+        .expect("a chunk time");
+    assert!(
+        (0..1_000).contains(&(attempts[0].time() - chunk_time)),
+        "chunk at {chunk_time}, attempt at {}",
+        attempts[0].time()
+    );
     assert_eq!(
         field(attempts[0], &["stream"]),
-        &json!([{"type": "chunk", "time": attempts[0].time(), "chunk": {"type": "finish", "reason": {"kind": "error", "failure": {
+        &json!([{"type": "chunk", "time": chunk_time, "chunk": {"type": "finish", "reason": {"kind": "error", "failure": {
             "message": "rate limited: http 429 (request id req-429), retry after 5 ms: Rate limit reached",
             "code": "RATE_LIMITED",
             "status": 429,
