@@ -84,26 +84,30 @@ struct BracketWatch {
 impl BracketWatch {
     /// Notes the next row.
     fn observe(&mut self, row: &PrecheckedRow) {
-        self.note(row.type_tag(), row.time_value(), || row.to_raw());
+        self.note(row.type_tag(), || row.time_value(), || row.to_raw());
     }
 
     /// Notes the next row, read as a wire row.
     fn observe_raw(&mut self, row: &RawEvent) {
-        self.note(row.type_tag(), row.time_value(), || Some(row.clone()));
+        self.note(row.type_tag(), || row.time_value(), || Some(row.clone()));
     }
 
     fn note(
         &mut self,
         tag: Option<&str>,
-        time: Option<Value>,
+        time: impl FnOnce() -> Option<Value>,
         start: impl FnOnce() -> Option<RawEvent>,
     ) {
         self.n_rows += 1;
-        self.last_time = time;
         match tag {
             Some("session/end-seed") | Some("compaction/end") => self.start = None,
             Some("compaction/start") => self.start = start(),
             _ => {}
+        }
+        // The closer carries the last row's time, which matters only while a bracket is open:
+        // read then, not on every row (a `Value` number is a heap string here).
+        if self.start.is_some() {
+            self.last_time = time();
         }
     }
 
