@@ -5,13 +5,13 @@
 //!   `write + fdatasync` loop of the same bytes;
 //! - full load of an N-event log (raw, zstd, SQLite) for two event sizes: wall time, CPU time
 //!   (every thread; over wall time, the cores a phase kept busy), MB/s of plaintext, peak RSS,
-//!   vs the bare read (+ decompress) + `serde_json` tokenize floor. Every
-//!   phase runs in a fresh child process (so peak RSS is per phase), once with the system
-//!   allocator and once with mimalloc: `floor` tokenizes into `IgnoredAny`; `keep` also keeps
-//!   every record's bytes (the least a load that holds the log adds: first-touching that much
-//!   fresh memory, which is slow in a VM); `scan` is
-//!   `Store::scan` drained (the store's decoding, rows dropped as they come); `load` is
-//!   `Store::load` (rows streamed into `Session::restore`);
+//!   vs the bare read (+ decompress) + `serde_json` tokenize floor. Every phase runs in a fresh
+//!   child process (so peak RSS is per phase), once with the system allocator and once with
+//!   mimalloc: `floor` tokenizes into `IgnoredAny` (SQLite: it reads every column of every row,
+//!   the stored event, and tokenizes the payload); `keep` also keeps every record's bytes (the
+//!   least a load that holds the log adds: first-touching that much fresh memory, which is
+//!   slow in a VM); `scan` is `Store::scan` drained (the store's decoding, rows dropped as they
+//!   come); `load` is `Store::load` (rows streamed into `Session::restore`);
 //! - `Store::read_from` of the last 50 events.
 //!
 //! The logs are `strata_core::synth` sessions (system prompt, user prompts, assistant messages
@@ -361,12 +361,21 @@ fn floor_load(kind: Kind, path: &Path, keep: Option<&mut Vec<Box<[u8]>>>) -> u64
         }
         Kind::Sqlite => {
             let conn = rusqlite::Connection::open(path).unwrap();
+            // A stored event is its whole row: the floor reads every column the store keeps
+            // (the JSONL floors tokenize the envelope too), as bytes, and tokenizes the
+            // payload. (Reading `data` alone walked half of what a row costs SQLite.)
             let mut statement = conn
-                .prepare("SELECT data FROM events WHERE session_id = ?1 ORDER BY seq")
+                .prepare(
+                    "SELECT seq, type, time, data, source_event_seqs, surface_op, ignorable \
+                     FROM events WHERE session_id = ?1 ORDER BY seq",
+                )
                 .unwrap();
             let mut rows = statement.query([ID]).unwrap();
             while let Some(row) = rows.next().unwrap() {
-                match row.get_ref(0).unwrap() {
+                for column in [0, 1, 2, 4, 5, 6] {
+                    std::hint::black_box(row.get_ref(column).unwrap());
+                }
+                match row.get_ref(3).unwrap() {
                     rusqlite::types::ValueRef::Text(text) => {
                         serde_json::from_slice::<IgnoredAny>(text).unwrap();
                         if keep {
