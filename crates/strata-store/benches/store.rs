@@ -523,7 +523,7 @@ fn bench_loads(base: &Path, content_bytes: usize) {
         plaintext as f64 / n_stored as f64
     );
     println!(
-        "{:<8} {:<9} {:<6} {:>8} {:>6} {:>8} {:>11} {:>10} {:>11} {:>10}",
+        "{:<8} {:<9} {:<6} {:>8} {:>6} {:>8} {:>11} {:>10} {:>11} {:>12} {:>10}",
         "backend",
         "alloc",
         "phase",
@@ -533,6 +533,7 @@ fn bench_loads(base: &Path, content_bytes: usize) {
         "peak RSS MB",
         "RSS/plain",
         "time/floor",
+        "round/floor",
         "time/keep"
     );
     let dir_arg = dir.to_str().unwrap();
@@ -543,23 +544,30 @@ fn bench_loads(base: &Path, content_bytes: usize) {
             // Best of `runs` per phase: the machine is shared (one run in a few is off by 20 %
             // or more), and the first run warms the page cache. The phases take turns, round
             // after round, so a slow spell of the machine hits them alike instead of skewing
-            // the ratios of whichever phase it fell on.
+            // the ratios of whichever phase it fell on. The median of each round's own ratio
+            // to that round's floor is printed too: a spell that slows a whole round (seen
+            // here: every phase a third slower for minutes) leaves it unchanged, where it can
+            // move the ratio of two bests taken in different rounds.
             const MODES: [&str; 4] = ["floor", "keep", "scan", "load"];
-            let mut best: [Option<(f64, u64, u64, f64)>; 4] = [None; 4];
-            for _ in 0..runs {
-                for (slot, mode) in best.iter_mut().zip(MODES) {
-                    let run = child(mode);
-                    if slot.is_none_or(|kept| run.0 < kept.0) {
-                        *slot = Some(run);
-                    }
-                }
-            }
-            let best = best.map(Option::unwrap);
+            let rounds: Vec<[(f64, u64, u64, f64); 4]> =
+                (0..runs).map(|_| MODES.map(child)).collect();
+            let best: [(f64, u64, u64, f64); 4] = std::array::from_fn(|phase| {
+                rounds
+                    .iter()
+                    .map(|round| round[phase])
+                    .min_by(|a, b| a.0.total_cmp(&b.0))
+                    .unwrap()
+            });
             let (floor, keep) = (best[0], best[1]);
-            for (mode, (seconds, rss, n, cpu)) in MODES.into_iter().zip(best) {
+            for (phase, (mode, (seconds, rss, n, cpu))) in MODES.into_iter().zip(best).enumerate() {
                 assert_eq!(n, n_stored, "{mode} {kind:?} read {n} events");
+                let mut paired: Vec<f64> = rounds
+                    .iter()
+                    .map(|round| round[phase].0 / round[0].0)
+                    .collect();
+                paired.sort_by(f64::total_cmp);
                 println!(
-                    "{:<8} {:<9} {:<6} {:>8.3} {:>6.2} {:>8.0} {:>11.0} {:>9.2}x {:>10.2}x {:>9.2}x",
+                    "{:<8} {:<9} {:<6} {:>8.3} {:>6.2} {:>8.0} {:>11.0} {:>9.2}x {:>10.2}x {:>11.2}x {:>9.2}x",
                     kind.name(),
                     alloc,
                     mode,
@@ -569,6 +577,7 @@ fn bench_loads(base: &Path, content_bytes: usize) {
                     rss as f64 / 1e6,
                     rss as f64 / plaintext as f64,
                     seconds / floor.0,
+                    paired[paired.len() / 2],
                     seconds / keep.0
                 );
             }
