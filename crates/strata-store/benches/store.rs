@@ -11,7 +11,9 @@
 //!   the stored event, and tokenizes the payload); `keep` also keeps every record's bytes (the
 //!   least a load that holds the log adds: first-touching that much fresh memory, which is
 //!   slow in a VM); `scan` is `Store::scan` drained (the store's decoding, rows dropped as they
-//!   come); `load` is `Store::load` (rows streamed into `Session::restore`);
+//!   come); `load` is `Store::load` (rows streamed into `Session::restore`). `time/floor` is a
+//!   phase's best over the floor's best, `round/floor` the median over rounds of a phase's time
+//!   over the floor's in the same round (steadier when the machine slows for a while);
 //! - `Store::read_from` of the last 50 events.
 //!
 //! The logs are `strata_core::synth` sessions (system prompt, user prompts, assistant messages
