@@ -113,6 +113,13 @@ fn rows_of_other_shapes_go_to_serde() {
         // whitespace other than spaces, and a raw tab in a string
         "{\"type\":\"turn/start\",\n\"seq\":0,\"time\":1,\"data\":{}}",
         "{\"type\":\"user/message\",\"seq\":0,\"time\":1,\"data\":{\"a\":\"x\ty\"}}",
+        // raw control bytes in strings: far into a long one, just after an escape, in its
+        // last bytes, in the type, in a key
+        "{\"type\":\"turn/start\",\"seq\":0,\"time\":1,\"data\":{\"a\":\"0123456789abcdefghijklmnopqrstuvwxyz\u{1}\"}}",
+        "{\"type\":\"turn/start\",\"seq\":0,\"time\":1,\"data\":{\"a\":\"0123456789\\\"\n0123456789\"}}",
+        "{\"type\":\"turn/start\",\"seq\":0,\"time\":1,\"data\":{\"a\":\"0123456789abcdefghijklmnopq\u{1f}\"}}",
+        "{\"type\":\"turn/start\u{0}\",\"seq\":0,\"time\":1,\"data\":{}}",
+        "{\"type\":\"turn/start\",\"seq\":0,\"time\":1,\"data\":{\"a\\u0062\r\":1}}",
         // an escape in a key or in the type
         r#"{"typ\u0065":"turn/start","seq":0,"time":1,"data":{}}"#,
         r#"{"type":"turn\/start","seq":0,"time":1,"data":{}}"#,
@@ -185,7 +192,7 @@ fn escapes_and_numbers_the_scanner_does_claim() {
 }
 
 /// Bytes that change a JSON row's meaning, for mutations.
-const SIGNIFICANT: &[u8] = b"\"\\{}[],: \t0123456789.eE+-tfnulrd\xc3";
+const SIGNIFICANT: &[u8] = b"\"\\{}[],: \t\n\x00\x1f\x7f0123456789.eE+-tfnulrd\xc3";
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(3000))]
@@ -205,19 +212,19 @@ proptest! {
     }
 
     /// The word-at-a-time search finds what a byte-by-byte search finds, wherever the first
-    /// `"` or `\` lies (inside the searched words, past them, or nowhere), among bytes of
+    /// `"`, `\\` or control byte lies (in a whole word, in the tail, or nowhere), among bytes of
     /// every other value (a borrow out of a byte that matched must not mark a byte before it).
     #[test]
-    fn word_search_finds_the_first_quote_or_backslash(
-        filler in prop::collection::vec(any::<u8>().prop_filter("not searched for", |byte| *byte != b'"' && *byte != b'\\'), 0..64),
-        found in prop::collection::vec((any::<prop::sample::Index>(), any::<bool>()), 0..3),
+    fn word_search_finds_the_first_quote_backslash_or_control_byte(
+        filler in prop::collection::vec(any::<u8>().prop_filter("not searched for", |byte| *byte != b'"' && *byte != b'\\' && *byte >= 0x20), 0..64),
+        found in prop::collection::vec((any::<prop::sample::Index>(), prop::sample::select(vec![b'"', b'\\', 0, b'\n', b'\t', 0x1f])), 0..3),
     ) {
         let mut bytes = filler;
-        for (at, quote) in found {
-            bytes.insert(at.index(bytes.len() + 1), if quote { b'"' } else { b'\\' });
+        for (at, byte) in found {
+            bytes.insert(at.index(bytes.len() + 1), byte);
         }
-        let expected = bytes.iter().position(|&byte| byte == b'"' || byte == b'\\');
-        prop_assert_eq!(quote_or_backslash(&bytes), expected);
+        let expected = bytes.iter().position(|&byte| byte == b'"' || byte == b'\\' || byte < 0x20);
+        prop_assert_eq!(string_stop(&bytes), expected);
     }
 }
 
@@ -269,4 +276,16 @@ fn a_plain_append_is_held_without_a_value() {
     assert!(row.envelope().append_op && row.envelope().surface_op.is_none());
     assert_eq!(row.envelope().surface_op(), Some(&json!("append")));
     assert!(agrees(line));
+}
+
+/// Long strings (past any one word), non-ASCII text, DEL (0x7f, which JSON strings may hold
+/// raw) and escapes between long runs are the scanner's: it claims them and agrees with serde.
+#[test]
+fn long_strings_with_every_allowed_byte_are_claimed() {
+    let text = "0123456789abcdefghijk\u{7f}lmnopqrstuvwxyz déjà 数据 \\\"quoted\\\" \\n then a run longer than two words \\t end";
+    let line = format!(
+        r#"{{"type":"user/message","seq":0,"time":1,"data":{{"id":"m1","role":"user","content":"{text}"}}}}"#
+    );
+    assert!(agrees(&line), "{line}");
+    assert!(ScannedRow::scan(&line).unwrap().is_scanned(), "{line}");
 }
