@@ -4,7 +4,8 @@
 //! - `SessionWriter::append` durable events/s at batch 1 and 64 per backend, vs a bare
 //!   `write + fdatasync` loop of the same bytes;
 //! - full load of an N-event log (raw, zstd, SQLite) for two event sizes: wall time, CPU time
-//!   (every thread; over wall time, the cores a phase kept busy), MB/s of plaintext, peak RSS,
+//!   (every thread; over wall time, the cores a phase kept busy) and its kernel share (`sys s`,
+//!   mostly mapping fresh pages: see [`PhaseRun::sys`]), MB/s of plaintext, peak RSS,
 //!   vs the bare read (+ decompress) + `serde_json` tokenize floor. Every phase runs in a fresh
 //!   child process (so peak RSS is per phase), once with the system allocator and once with
 //!   mimalloc: `floor` tokenizes into `IgnoredAny` (SQLite: it reads every column of every row,
@@ -107,7 +108,7 @@ static GLOBAL: Switch = Switch;
 
 mod support;
 
-use support::{cpu_seconds, env_u64, peak_rss};
+use support::{cpu_times, env_u64, peak_rss};
 
 const ID: &str = "bench";
 const LOAD_BATCH: usize = 512;
@@ -295,7 +296,8 @@ fn bench_appends(base: &Path, text_len: usize) {
     }
 }
 
-/// Child process entry: runs one load phase and prints `seconds peak_rss n_events`.
+/// Child process entry: runs one load phase and prints `seconds peak_rss n_events cpu sys`
+/// (a [`PhaseRun`]).
 ///
 /// The clock stops when the phase has what it loads (`keep`: every record's bytes; `load`: the
 /// session), before that is freed: a load is done when its result is usable.
@@ -324,12 +326,14 @@ fn child(mode: &str, kind: Kind, dir: &Path) {
         other => panic!("unknown mode {other}"),
     };
     let elapsed = start.elapsed();
+    let (user, system) = cpu_times();
     println!(
-        "{} {} {} {}",
+        "{} {} {} {} {}",
         elapsed.as_secs_f64(),
         peak_rss(),
         n_events,
-        cpu_seconds()
+        user + system,
+        system
     );
     drop(held);
 }
@@ -439,8 +443,23 @@ fn for_each_line(reader: &mut dyn Read, each: &mut dyn FnMut(&[u8])) {
     }
 }
 
-/// Runs a child phase: `(wall seconds, peak RSS, events, CPU seconds)`.
-fn run_child(args: &[&str], alloc: &str) -> (f64, u64, u64, f64) {
+/// What one child phase reported.
+#[derive(Clone, Copy)]
+struct PhaseRun {
+    wall: f64,
+    rss: u64,
+    events: u64,
+    /// CPU seconds, every thread, user and kernel.
+    cpu: f64,
+    /// Of `cpu`, the kernel's: mostly mapping fresh pages for what a phase keeps. On a VM that
+    /// hands freed memory back to its host (free page reporting, as on the machines these
+    /// figures come from), touching memory again faults into the host too, and what that
+    /// costs a phase depends on how long ago the previous phase freed its memory.
+    sys: f64,
+}
+
+/// Runs a child phase.
+fn run_child(args: &[&str], alloc: &str) -> PhaseRun {
     let output = Command::new(std::env::current_exe().unwrap())
         .args(args)
         .env("STRATA_BENCH_ALLOC", alloc)
@@ -453,12 +472,18 @@ fn run_child(args: &[&str], alloc: &str) -> (f64, u64, u64, f64) {
     );
     let text = String::from_utf8(output.stdout).unwrap();
     let fields: Vec<&str> = text.split_whitespace().collect();
-    (
-        fields[0].parse().unwrap(),
-        fields[1].parse().unwrap(),
-        fields[2].parse().unwrap(),
-        fields.get(3).map_or(0.0, |cpu| cpu.parse().unwrap()),
-    )
+    let seconds = |index: usize| {
+        fields
+            .get(index)
+            .map_or(0.0, |field| field.parse().unwrap())
+    };
+    PhaseRun {
+        wall: seconds(0),
+        rss: fields[1].parse().unwrap(),
+        events: fields[2].parse().unwrap(),
+        cpu: seconds(3),
+        sys: seconds(4),
+    }
 }
 
 /// Child process entry: generates the load logs of `n_events` into `dir`, dsh-style batches.
@@ -479,7 +504,13 @@ fn generate_logs(dir: &Path, n_events: u64, content_bytes: usize) {
             appender.append_events(batch).unwrap();
         }
     }
-    println!("0 {} {} {}", peak_rss(), events.len(), cpu_seconds());
+    let (user, system) = cpu_times();
+    println!(
+        "0 {} {} {} {system}",
+        peak_rss(),
+        events.len(),
+        user + system
+    );
 }
 
 fn bench_loads(base: &Path, content_bytes: usize) {
@@ -491,7 +522,7 @@ fn bench_loads(base: &Path, content_bytes: usize) {
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
         let start = Instant::now();
-        let (_, _, n, _) = run_child(
+        let n = run_child(
             &[
                 "--generate",
                 dir.to_str().unwrap(),
@@ -499,7 +530,8 @@ fn bench_loads(base: &Path, content_bytes: usize) {
                 &content_bytes.to_string(),
             ],
             "system",
-        );
+        )
+        .events;
         fs::write(&marker, b"").unwrap();
         println!(
             "generated {n} events (SynthConfig::content_bytes = {content_bytes}) in {:.1}s",
@@ -525,12 +557,13 @@ fn bench_loads(base: &Path, content_bytes: usize) {
         plaintext as f64 / n_stored as f64
     );
     println!(
-        "{:<8} {:<9} {:<6} {:>8} {:>6} {:>8} {:>11} {:>10} {:>11} {:>12} {:>10}",
+        "{:<8} {:<9} {:<6} {:>8} {:>6} {:>6} {:>8} {:>11} {:>10} {:>11} {:>12} {:>10}",
         "backend",
         "alloc",
         "phase",
         "wall s",
         "cpu s",
+        "sys s",
         "MB/s",
         "peak RSS MB",
         "RSS/plain",
@@ -551,36 +584,40 @@ fn bench_loads(base: &Path, content_bytes: usize) {
             // here: every phase a third slower for minutes) leaves it unchanged, where it can
             // move the ratio of two bests taken in different rounds.
             const MODES: [&str; 4] = ["floor", "keep", "scan", "load"];
-            let rounds: Vec<[(f64, u64, u64, f64); 4]> =
-                (0..runs).map(|_| MODES.map(child)).collect();
-            let best: [(f64, u64, u64, f64); 4] = std::array::from_fn(|phase| {
+            let rounds: Vec<[PhaseRun; 4]> = (0..runs).map(|_| MODES.map(child)).collect();
+            let best: [PhaseRun; 4] = std::array::from_fn(|phase| {
                 rounds
                     .iter()
                     .map(|round| round[phase])
-                    .min_by(|a, b| a.0.total_cmp(&b.0))
+                    .min_by(|a, b| a.wall.total_cmp(&b.wall))
                     .unwrap()
             });
             let (floor, keep) = (best[0], best[1]);
-            for (phase, (mode, (seconds, rss, n, cpu))) in MODES.into_iter().zip(best).enumerate() {
-                assert_eq!(n, n_stored, "{mode} {kind:?} read {n} events");
+            for (phase, (mode, run)) in MODES.into_iter().zip(best).enumerate() {
+                assert_eq!(
+                    run.events, n_stored,
+                    "{mode} {kind:?} read {} events",
+                    run.events
+                );
                 let mut paired: Vec<f64> = rounds
                     .iter()
-                    .map(|round| round[phase].0 / round[0].0)
+                    .map(|round| round[phase].wall / round[0].wall)
                     .collect();
                 paired.sort_by(f64::total_cmp);
                 println!(
-                    "{:<8} {:<9} {:<6} {:>8.3} {:>6.2} {:>8.0} {:>11.0} {:>9.2}x {:>10.2}x {:>11.2}x {:>9.2}x",
+                    "{:<8} {:<9} {:<6} {:>8.3} {:>6.2} {:>6.2} {:>8.0} {:>11.0} {:>9.2}x {:>10.2}x {:>11.2}x {:>9.2}x",
                     kind.name(),
                     alloc,
                     mode,
-                    seconds,
-                    cpu,
-                    mb / seconds,
-                    rss as f64 / 1e6,
-                    rss as f64 / plaintext as f64,
-                    seconds / floor.0,
+                    run.wall,
+                    run.cpu,
+                    run.sys,
+                    mb / run.wall,
+                    run.rss as f64 / 1e6,
+                    run.rss as f64 / plaintext as f64,
+                    run.wall / floor.wall,
                     paired[paired.len() / 2],
-                    seconds / keep.0
+                    run.wall / keep.wall
                 );
             }
         }

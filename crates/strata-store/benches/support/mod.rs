@@ -87,23 +87,25 @@ impl Drop for Schema {
     }
 }
 
-/// CPU seconds (user + system, every thread) this process has used so far, from
-/// `/proc/self/stat`: with wall time, how many cores a phase kept busy.
-pub fn cpu_seconds() -> f64 {
+/// CPU seconds this process has used so far in user mode and in the kernel (every thread),
+/// from `/proc/self/stat`: with wall time, how many cores a phase kept busy. The kernel's share of a load is mostly mapping fresh pages, whose
+/// cost on a VM depends on the host (see `store.rs`).
+pub fn cpu_times() -> (f64, f64) {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     // Fields after the command name (which may hold spaces) start after its closing `)`:
     // utime and stime are fields 14 and 15 of the line, 12 and 13 after it.
-    let ticks: u64 = stat
+    let ticks: Vec<u64> = stat
         .rsplit_once(')')
         .map(|(_, rest)| {
             rest.split_whitespace()
                 .skip(11)
                 .take(2)
                 .filter_map(|field| field.parse::<u64>().ok())
-                .sum()
+                .collect()
         })
-        .unwrap_or(0);
+        .unwrap_or_default();
     // SAFETY: sysconf reads a constant of the system.
-    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
-    ticks as f64 / per_second as f64
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let at = |index: usize| ticks.get(index).copied().unwrap_or(0) as f64 / per_second;
+    (at(0), at(1))
 }
