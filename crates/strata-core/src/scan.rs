@@ -321,7 +321,7 @@ fn plain_seq_list(text: &str) -> Option<Arc<[Seq]>> {
 /// allocated after it copies it within the arena.
 const CONTAINER_CAPACITY: usize = 8;
 
-/// Where the first `"`, `\\` or control byte (below 0x20) in `bytes` is: the end of a string's
+/// Where the first `"`, `\` or control byte (below 0x20) in `bytes` is: the end of a string's
 /// plain run, or a byte no JSON string holds raw.
 ///
 /// Eight bytes a word, to the end (as serde's own string skipping does): one pass finds both

@@ -212,7 +212,7 @@ proptest! {
     }
 
     /// The word-at-a-time search finds what a byte-by-byte search finds, wherever the first
-    /// `"`, `\\` or control byte lies (in a whole word, in the tail, or nowhere), among bytes of
+    /// `"`, `\` or control byte lies (in a whole word, in the tail, or nowhere), among bytes of
     /// every other value (a borrow out of a byte that matched must not mark a byte before it).
     #[test]
     fn word_search_finds_the_first_quote_backslash_or_control_byte(
