@@ -254,6 +254,16 @@ impl RawEvent {
         }
     }
 
+    /// Replaces a payload held as a value (a row built or normalized in memory) with its JSON
+    /// text, the text the accepted event would hold: a reader that hands such rows to another
+    /// thread frees each value on the thread that built it, and the row shrinks to its text.
+    pub fn serialize_payload(&mut self) {
+        if let Some(Payload::Value(value)) = &self.data {
+            let text = crate::json::to_js_string(value);
+            self.data = Some(Payload::Text(crate::data::Text::whole(&text)));
+        }
+    }
+
     /// Moves the stored payload texts of `rows` into one shared block: a decoder calls this on
     /// each batch of rows it decoded, so a load makes one long-lived allocation per batch
     /// instead of one per event (see the `data` module). Rows keep their payloads when the
@@ -780,5 +790,38 @@ mod share_tests {
         RawEvent::share_payloads(&mut again);
         assert_eq!(again[0].data_json(), Some(r#"{"turn":1}"#));
         assert_eq!(rows[1].data_json(), Some(r#"{"turn":1}"#));
+    }
+}
+
+#[cfg(test)]
+mod serialize_tests {
+    use serde_json::json;
+
+    use super::RawEvent;
+
+    /// A value payload becomes the text its accepted event would hold (`to_js_string`'s, key
+    /// order kept); a text payload and a row without data are left alone.
+    #[test]
+    fn a_value_payload_becomes_its_json_text() {
+        let mut row = RawEvent::from_value(json!({
+            "type": "turn/start", "seq": 0, "time": 1,
+            "data": {"z": 2, "a": "é\"\n", "n": [1.5, 1e21, null]},
+        }));
+        assert_eq!(row.data_json(), None);
+        row.serialize_payload();
+        assert_eq!(
+            row.data_json(),
+            Some(r#"{"z":2,"a":"é\"\n","n":[1.5,1e+21,null]}"#)
+        );
+
+        let line = r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn": 1}}"#;
+        let mut text = RawEvent::from_json_str(line).unwrap();
+        text.serialize_payload();
+        assert_eq!(text.data_json(), Some(r#"{"turn": 1}"#));
+
+        let mut bare = RawEvent::from_value(json!({"type": "x", "seq": 0, "time": 1}));
+        bare.serialize_payload();
+        assert_eq!(bare.data_json(), None);
+        assert!(bare.data.is_none());
     }
 }
