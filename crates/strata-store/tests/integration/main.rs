@@ -37,3 +37,7 @@ mod resume;
 /// PostgreSQL only: racing writers, a connection killed mid-batch, schema versions, fork as
 /// `INSERT … SELECT`, following a live session (issue 8).
 mod postgres;
+
+/// The v0 restore sink streams to a restoring thread: same verdicts and sessions as restoring
+/// the rows held as values.
+mod legacy_sink;

@@ -1,0 +1,173 @@
+//! The v0 restore's [`SessionSink`] streams rows to a restoring thread with their payloads as
+//! text. It must accept and refuse exactly what restoring the rows held as values does (the
+//! old sink, kept here as the reference), with the same rejection, events, surface and
+//! derived messages: every rule fixture (incl. `-0`, 2^53 and other number spellings inside
+//! data) and the generated logs.
+
+use std::fs;
+use std::path::Path;
+
+use serde_json::Value;
+use strata_core::{Generation, RawEvent, SeedOptions, Session, SessionHeader};
+use strata_store::encode_event_line;
+use strata_store::legacy::{
+    hydrate_fixture, restore_v0, FixtureOptions, Rejection, RestoreSink, SessionSink,
+};
+
+/// Collects the rows as they come (payloads as values) and restores them at the end.
+struct HeldRows {
+    header: SessionHeader,
+    rows: Vec<RawEvent>,
+    lines: Vec<Option<u64>>,
+}
+
+impl RestoreSink for HeldRows {
+    type Output = Session;
+
+    fn push(&mut self, line: Option<u64>, row: RawEvent) {
+        self.rows.push(row);
+        self.lines.push(line);
+    }
+
+    fn finish(self) -> Result<Session, Rejection> {
+        let lines = self.lines;
+        Session::restore(self.header, self.rows, SeedOptions::default()).map_err(|error| {
+            let line = error
+                .index
+                .and_then(|index| lines.get(index as usize).copied().flatten());
+            Rejection::from_accept(&error).at_line(line)
+        })
+    }
+}
+
+/// What a restored session shows: every event as its V3 line, the surface, the messages.
+fn shown(session: &Session) -> (Vec<String>, Vec<u64>, Vec<Value>) {
+    let lines = session
+        .events()
+        .iter()
+        .map(|event| {
+            let mut line = Vec::new();
+            encode_event_line(event, &mut line);
+            String::from_utf8(line).unwrap()
+        })
+        .collect();
+    let surface = session
+        .surface()
+        .nodes()
+        .iter()
+        .map(|seq| seq.get())
+        .collect();
+    let messages = session
+        .derive_messages()
+        .iter()
+        .map(|message| message.value().clone())
+        .collect();
+    (lines, surface, messages)
+}
+
+/// Restores `log` through both sinks and checks they agree; whether it was accepted.
+fn agree(name: &str, log: &[u8]) -> Option<bool> {
+    let options = FixtureOptions {
+        time: Some(1_700_000_000_000),
+        ..FixtureOptions::default()
+    };
+    let fixture = hydrate_fixture(log, &options).ok()?;
+    let streamed = restore_v0(
+        Generation::V0,
+        &fixture.header,
+        fixture.events.clone(),
+        |h| SessionSink::new(h, SeedOptions::default()),
+    );
+    let held = restore_v0(Generation::V0, &fixture.header, fixture.events, |header| {
+        HeldRows {
+            header,
+            rows: Vec::new(),
+            lines: Vec::new(),
+        }
+    });
+    match (streamed, held) {
+        (Ok(streamed), Ok(held)) => {
+            assert_eq!(
+                streamed.repair_closers, held.repair_closers,
+                "{name}: closers"
+            );
+            assert_eq!(
+                shown(&streamed.outcome),
+                shown(&held.outcome),
+                "{name}: restored session"
+            );
+            Some(true)
+        }
+        (Err(streamed), Err(held)) => {
+            assert_eq!(streamed, held, "{name}: rejection");
+            Some(false)
+        }
+        (streamed, held) => panic!(
+            "{name}: streamed {:?}, held {:?}",
+            streamed.map(|_| ()),
+            held.map(|_| ())
+        ),
+    }
+}
+
+#[test]
+fn streamed_restore_agrees_with_held_rows_on_every_rule_fixture() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/v0/rules");
+    let cases = fs::read_to_string(dir.join("cases.tsv")).unwrap();
+    let (mut accepted, mut refused) = (0, 0);
+    for name in cases.lines().filter_map(|line| line.split('\t').next()) {
+        let log = fs::read(dir.join(format!("{name}.jsonl"))).unwrap();
+        match agree(name, &log) {
+            Some(true) => accepted += 1,
+            Some(false) => refused += 1,
+            None => {}
+        }
+    }
+    // Both verdicts are exercised, on many cases each.
+    assert!(accepted >= 50, "{accepted} accepted");
+    assert!(refused >= 50, "{refused} refused");
+}
+
+#[test]
+fn streamed_restore_agrees_with_held_rows_on_generated_logs() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/v0/generated");
+    for name in ["gen-e500-s11.jsonl", "gen-e700-s12-dense.jsonl"] {
+        let log = fs::read(dir.join(name)).unwrap();
+        assert_eq!(agree(name, &log), Some(true), "{name}");
+    }
+}
+
+#[test]
+fn a_refusal_far_into_a_long_log_names_its_line_and_later_rows_are_dropped() {
+    // More rows than the sink has in flight, so the restoring thread stops at the failure
+    // while rows are still coming; the failure is then reported with its line.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/v0/generated");
+    let log = fs::read_to_string(dir.join("gen-e700-s12-dense.jsonl")).unwrap();
+    let mut lines: Vec<String> = log.lines().map(str::to_owned).collect();
+    let broken = lines.len() / 3;
+    let mut row: Value = serde_json::from_str(&lines[broken]).unwrap();
+    row["seq"] = Value::from(999_999);
+    lines[broken] = row.to_string();
+    let mut text = lines.join("\n");
+    text.push('\n');
+    // The log repeated: rows far past the failure keep arriving after it.
+    let n_lines = lines.len();
+    let mut longer = text.clone();
+    for _ in 0..8 {
+        longer.push_str(&lines[1..].join("\n"));
+        longer.push('\n');
+    }
+    assert!(n_lines * 8 > 4 * 512, "the log outlasts the rows in flight");
+    assert_eq!(agree("broken", longer.as_bytes()), Some(false));
+    let options = FixtureOptions {
+        time: Some(1_700_000_000_000),
+        ..FixtureOptions::default()
+    };
+    let fixture = hydrate_fixture(longer.as_bytes(), &options).unwrap();
+    let rejection = restore_v0(Generation::V0, &fixture.header, fixture.events, |h| {
+        SessionSink::new(h, SeedOptions::default())
+    })
+    .map(|_| ())
+    .unwrap_err();
+    assert_eq!(rejection.line, Some(broken as u64 + 1), "{rejection:?}");
+}
