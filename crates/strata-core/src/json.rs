@@ -189,7 +189,12 @@ pub fn js_display(value: &Value) -> String {
     }
 }
 
-/// Serializes a value as compact JSON, byte-identical to `JSON.stringify`.
+/// Serializes a value as compact JSON with `JSON.stringify`'s key order and escapes.
+///
+/// Numbers are written as they are held: one read from text keeps that text's spelling
+/// (serde_json's `arbitrary_precision`), so text `JSON.stringify` wrote comes back byte for
+/// byte, and `1.50` stays `1.50`; a float built in Rust is spelled by serde_json (`2.0` and
+/// `-0.0`, where `JSON.stringify` writes `2` and `0`).
 pub fn to_js_string(value: &Value) -> String {
     // Serializing a `Value` to a `String` cannot fail: keys are strings and
     // there is no I/O. Fall back to `null` rather than panic regardless.
