@@ -91,8 +91,9 @@ pub enum Command {
         format: Format,
     },
     /// Write a self-contained HTML report of a session: a timeline of every event by turn and
-    /// step, surface nodes vs shadowed events, each replacement's span, token usage per step.
-    /// The page loads nothing from the network; an existing FILE is replaced only with --force.
+    /// step (of the newest 100,000 on a longer log), surface nodes vs shadowed events, each
+    /// replacement's span, token usage per step. The page loads nothing from the network; an
+    /// existing FILE is replaced only with --force.
     ///
     /// Example: strata report session.v3.jsonl -o report.html
     Report {

@@ -1,6 +1,7 @@
 //! The HTML report of a session log (`strata report`): one self-contained page a person can
 //! open anywhere — a summary, a surface map, every replacement drawn as the span it shadowed,
-//! token usage per step as a bar chart, and a timeline of every event by turn and step.
+//! token usage per step as a bar chart, and a timeline of every event by turn and step (of the
+//! newest [`MAX_LISTED_EVENTS`] on a longer log).
 //!
 //! Why it is shaped this way:
 //! - **Self-contained.** The stylesheet and script are compiled in (`include_str!`) and inlined;
@@ -12,6 +13,8 @@
 //!   event is a preview whose length shrinks as the log grows ([`Budget`]); the full text is
 //!   folded into a `<details>` only while the log is small; big logs start with their turns
 //!   collapsed (closed `<details>` are not laid out) and charts bucket their bars and columns.
+//!   Past 100,000 events the timeline lists rows for the newest 100,000 only and sums up the
+//!   rest in one line; the charts and tables above it still cover the whole log.
 //! - The data comes from the library ([`LogStats`]: places, standing, usage, the fold); this
 //!   module only draws it, so no surface logic lives here.
 
@@ -48,6 +51,9 @@ pub struct Budget {
     pub detail_chars: usize,
     /// How many turns start expanded.
     pub open_turns: usize,
+    /// The first event the timeline lists a row for (0: every event). A log longer than
+    /// [`MAX_LISTED_EVENTS`] lists its newest events; the older ones are summed up in one line.
+    pub listed_from: usize,
 }
 
 /// Total characters of preview text a report spends over all events.
@@ -56,6 +62,10 @@ const PREVIEW_BUDGET: usize = 4_000_000;
 const DETAIL_BUDGET: usize = 4_000_000;
 /// Logs up to this many events start with every turn expanded.
 const ALL_OPEN_EVENTS: usize = 3_000;
+/// Most events the timeline lists a row for: the newest. A page with a row for each of a
+/// 100,000-event log opens in a browser in seconds; one for a million events was 157 MB and
+/// took headless Chromium over two minutes to load.
+pub const MAX_LISTED_EVENTS: usize = 100_000;
 /// Most bars a token chart draws; more steps are averaged into buckets.
 const MAX_BARS: usize = 400;
 /// Most columns the surface map draws; more events share a column.
@@ -78,7 +88,8 @@ const MAX_CHARTS: usize = 4;
 impl Budget {
     /// The budget for a log of `n_events` events.
     pub fn for_events(n_events: usize) -> Budget {
-        let n = n_events.max(1);
+        let listed_from = n_events.saturating_sub(MAX_LISTED_EVENTS);
+        let n = (n_events - listed_from).max(1);
         let preview_chars = (PREVIEW_BUDGET / n).clamp(40, 200);
         let detail = (DETAIL_BUDGET / n).min(4_000);
         Budget {
@@ -89,14 +100,20 @@ impl Budget {
             } else {
                 2
             },
+            listed_from,
         }
     }
 }
 
 /// Renders the whole page.
 pub fn render(report: &Report) -> String {
-    let budget = Budget::for_events(report.events.len());
-    let mut page = Html::with_capacity(64 * 1024 + report.events.len() * 200);
+    render_with(report, Budget::for_events(report.events.len()))
+}
+
+/// Renders the whole page within `budget`.
+pub fn render_with(report: &Report, budget: Budget) -> String {
+    let listed = report.events.len().saturating_sub(budget.listed_from);
+    let mut page = Html::with_capacity(64 * 1024 + listed * 200);
     page.raw(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
@@ -693,7 +710,16 @@ fn timeline(page: &mut Html, report: &Report, budget: Budget) {
         .iter()
         .map(|step| (step.seq.get(), step.usage.as_slice()))
         .collect();
-    page.raw("<section>\n<h2>Timeline</h2>\n<p class=\"note\">Every event in log order, by turn and step. Text is cut to ");
+    page.raw("<section>\n<h2>Timeline</h2>\n<p class=\"note\">");
+    let n_listed = events.len().saturating_sub(budget.listed_from);
+    if n_listed < events.len() {
+        page.raw("The newest ");
+        page.num(n_listed);
+        page.raw(" events");
+    } else {
+        page.raw("Every event");
+    }
+    page.raw(" in log order, by turn and step. Text is cut to ");
     page.num(budget.preview_chars);
     page.raw(" characters");
     if budget.detail_chars > 0 {
@@ -706,6 +732,10 @@ fn timeline(page: &mut Html, report: &Report, budget: Budget) {
         );
     }
     page.raw(".</p>\n<div class=\"timeline\">\n");
+    let listed_from = budget.listed_from.min(events.len());
+    if listed_from > 0 {
+        unlisted(page, report, listed_from);
+    }
     let place = |index: usize| stats.places.get(index).copied().unwrap_or_default();
     let mut index = 0;
     let mut n_turn_groups = 0;
@@ -720,9 +750,15 @@ fn timeline(page: &mut Html, report: &Report, budget: Budget) {
         {
             end += 1;
         }
+        if end <= listed_from {
+            index = end;
+            continue;
+        }
+        // A turn the cut falls in is listed from the cut.
+        let start = index.max(listed_from);
         let open = n_turn_groups < budget.open_turns;
         n_turn_groups += 1;
-        turn_group(page, report, index..end, open, &|page, range| {
+        turn_group(page, report, start..end, open, &|page, range| {
             for event_index in range {
                 if let Some(event) = events.get(event_index) {
                     event_row(
@@ -739,6 +775,45 @@ fn timeline(page: &mut Html, report: &Report, budget: Budget) {
         index = end;
     }
     page.raw("</div>\n</section>\n");
+}
+
+/// The one line that stands for the events before `listed_from`, which get no rows: how many,
+/// in how many turns, how many are shadowed, and where to read them.
+fn unlisted(page: &mut Html, report: &Report, listed_from: usize) {
+    let stats = report.stats;
+    let first = stats.places.first().and_then(|place| place.turn);
+    let last = stats
+        .places
+        .get(listed_from - 1)
+        .and_then(|place| place.turn);
+    let n_shadowed = stats
+        .standing
+        .get(..listed_from)
+        .unwrap_or_default()
+        .iter()
+        .filter(|standing| matches!(standing, Standing::Shadowed { .. }))
+        .count();
+    page.raw("<p class=unlisted><b>Seqs 0–");
+    page.num(listed_from - 1);
+    page.raw(" are not listed</b> (");
+    page.num(listed_from);
+    page.raw(" events");
+    if let (Some(first), Some(last)) = (first, last) {
+        page.raw(", turns ");
+        page.num(first);
+        page.raw("–");
+        page.num(last);
+    }
+    if n_shadowed > 0 {
+        page.raw(", ");
+        page.num(n_shadowed);
+        page.raw(" shadowed");
+    }
+    page.raw("): this log has ");
+    page.num(report.events.len());
+    page.raw(" events and the timeline lists the newest ");
+    page.num(report.events.len() - listed_from);
+    page.raw(", so the page still opens. The charts above cover every event; <span class=\"mono\">strata inspect</span> and <span class=\"mono\">strata surface</span> read the whole log.</p>\n");
 }
 
 /// The rows of one step (or of the events of a turn outside any step).
@@ -782,6 +857,16 @@ fn turn_group(
             page.num(turn);
         }
         None => page.raw("Outside turns"),
+    }
+    // A turn the timeline's cut fell in (its first events are not listed).
+    let continued = range.start > 0
+        && place(range.start - 1).turn == turn
+        && report
+            .events
+            .get(range.start)
+            .is_some_and(|event| *event.event_type() != EventType::TurnStart);
+    if continued {
+        page.raw(" (continued)");
     }
     page.raw("</b><small>seqs ");
     page.num(range.start);

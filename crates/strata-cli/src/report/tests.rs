@@ -165,3 +165,57 @@ fn digits_are_grouped() {
     assert_eq!(group_digits(1_000), "1,000");
     assert_eq!(group_digits(1_234_567), "1,234,567");
 }
+
+#[test]
+fn a_log_past_the_listing_cap_lists_its_newest_events() {
+    assert_eq!(Budget::for_events(MAX_LISTED_EVENTS).listed_from, 0);
+    let huge = Budget::for_events(10 * MAX_LISTED_EVENTS);
+    assert_eq!(huge.listed_from, 9 * MAX_LISTED_EVENTS);
+    assert_eq!(
+        huge.preview_chars,
+        Budget::for_events(MAX_LISTED_EVENTS).preview_chars,
+        "the text budget is spent on the listed events"
+    );
+
+    let session = session();
+    let events = &session.events()[..7];
+    let stats = log_stats(events).expect("stats");
+    let report = Report {
+        label: "log.jsonl",
+        header: session.header(),
+        generation: "V3",
+        events,
+        stats: &stats,
+    };
+    let budget = Budget {
+        listed_from: 3,
+        ..Budget::for_events(7)
+    };
+    let page = render_with(&report, budget);
+    for seq in 0..3 {
+        assert!(
+            !page.contains(&format!("<li id=e{seq} ")),
+            "seq {seq} listed"
+        );
+    }
+    for seq in 3..7 {
+        assert!(
+            page.contains(&format!("<li id=e{seq} ")),
+            "seq {seq} unlisted"
+        );
+    }
+    assert!(page.contains(
+        "<p class=unlisted><b>Seqs 0–2 are not listed</b> (3 events, turns 1–1, 1 shadowed): \
+         this log has 7 events and the timeline lists the newest 4,"
+    ));
+    assert!(page.contains("The newest 4 events in log order"));
+    assert!(page.contains("<b>Turn 1 (continued)</b><small>seqs 3–6 · 4 events"));
+    // The charts still cover the whole log: the replacement of seq 2 is drawn and listed.
+    assert!(page.contains("data-rep=5"));
+
+    // Without the cap, nothing of that is written.
+    let whole = render(&report);
+    assert!(!whole.contains("class=unlisted"));
+    assert!(!whole.contains("(continued)"));
+    assert!(whole.contains("Every event in log order"));
+}
