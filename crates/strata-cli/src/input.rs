@@ -401,13 +401,28 @@ fn codec_failure(path: &Path, error: CodecError) -> LoadError {
     if let CodecError::Io { .. } = error {
         return LoadError::Io(anyhow::Error::new(error));
     }
+    let message = match &error {
+        // The store's message is upstream's ("this build ships no upgrade path"); this build
+        // ships one, as its own command, so the command line names it instead.
+        CodecError::OlderVersion {
+            id,
+            found,
+            supported,
+            ..
+        } => format!(
+            "session \"{id}\" uses log format v{found}, older than the supported v{supported}: \
+             `strata migrate {}` writes a V3 copy beside it, which this command reads",
+            path.display()
+        ),
+        _ => error.to_string(),
+    };
     LoadError::Invalid(Rejection {
         file: path.to_path_buf(),
         rule: codec_rule(&error),
         seq: error.location().and_then(|location| location.seq),
         index: None,
         line: error.line(),
-        message: error.to_string(),
+        message,
     })
 }
 

@@ -404,3 +404,33 @@ fn a_seq_gap_in_a_file_is_judged_by_the_core_rule() {
     assert_eq!(value["error"]["rule"], "seq-not-contiguous");
     assert_eq!(value["error"]["line"], 10);
 }
+
+#[test]
+fn importing_a_dsh_v0_log_points_at_migrate_and_the_migrated_copy_imports() {
+    let home = Home::new();
+    let v0 = home.path("session.jsonl");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/v0/generated/gen-e500-s11.jsonl"),
+        &v0,
+    )
+    .expect("copy the v0 log");
+    let output = home.strata().arg("import").arg(&v0).output().expect("run");
+    assert_eq!(output.status.code(), Some(1), "a rejected log");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("unsupported-version"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "`strata migrate {}` writes a V3 copy beside it",
+            v0.display()
+        )),
+        "{stderr}"
+    );
+    let (_, value) = json_output(home.strata().args(["sessions", "--json"]));
+    assert_eq!(value["sessions"], serde_json::json!([]), "nothing imported");
+
+    home.strata().arg("migrate").arg(&v0).assert().success();
+    home.import(&home.path("session.v3.jsonl"));
+    let (_, value) = json_output(home.strata().args(["sessions", "--json"]));
+    assert_eq!(value["sessions"].as_array().map(Vec::len), Some(1));
+}
