@@ -923,7 +923,9 @@ impl Session {
         self.append_batch(closers.candidates, closers.time)
     }
 
-    /// A raw copy of every event, for seeding a replay or fork.
+    /// A raw copy of every event, for seeding a replay or fork. Replace endpoints are spelled
+    /// as this session's generation writes them (`start`/`end` before V3), so a replay under
+    /// the same header's rules accepts them.
     ///
     /// # Panics
     ///
@@ -931,7 +933,7 @@ impl Session {
     pub fn to_raw_events(&self) -> Vec<RawEvent> {
         self.events()
             .iter()
-            .map(|event| RawEvent::from_event(event))
+            .map(|event| RawEvent::from_event_in(event, self.generation))
             .collect()
     }
 

@@ -169,3 +169,25 @@ fn a_sqlite_reference_is_compacted_in_its_store() {
         .success()
         .stdout(predicate::str::contains("1 replacements"));
 }
+
+#[test]
+fn a_dsh_v0_log_is_planned_in_its_own_numbering() {
+    // Compaction and pruning plan on an older log as a writer would resume it; its replace
+    // ops (spelled `start`/`end`) must replay under its own rules.
+    let v0 = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/v0/generated/gen-e700-s12-dense.jsonl");
+    let before = std::fs::read(&v0).expect("read");
+    let text = stdout_of(
+        strata()
+            .args(["compact", "--offline", "--dry-run"])
+            .arg(&v0),
+    );
+    assert!(text.contains(": would shadow "), "{text}");
+    assert!(text.contains("(extractive checkpoint of "), "{text}");
+    let text = stdout_of(strata().args(["prune", "--dry-run"]).arg(&v0));
+    assert!(
+        text.contains("no tool result over 8192 code points"),
+        "{text}"
+    );
+    assert_eq!(std::fs::read(&v0).expect("read"), before);
+}

@@ -171,3 +171,36 @@ fn a_refusal_far_into_a_long_log_names_its_line_and_later_rows_are_dropped() {
     .unwrap_err();
     assert_eq!(rejection.line, Some(broken as u64 + 1), "{rejection:?}");
 }
+
+/// A restored v0 session's events, copied back to rows (`Session::to_raw_events`), replay
+/// under the same header's rules to the same session: what `strata compact --dry-run` and
+/// `strata prune --dry-run` do to plan on an older log (replace endpoints spelled `start`/`end`,
+/// as v0 writes them; spelled the V3 way they were refused as invalid replace ops).
+#[test]
+fn a_restored_v0_session_replays_from_its_own_rows() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/v0/generated");
+    for name in ["gen-e500-s11.jsonl", "gen-e700-s12-dense.jsonl"] {
+        let log = fs::read(dir.join(name)).unwrap();
+        let options = FixtureOptions {
+            time: Some(1_700_000_000_000),
+            ..FixtureOptions::default()
+        };
+        let fixture = hydrate_fixture(&log, &options).unwrap();
+        let restored = restore_v0(Generation::V0, &fixture.header, fixture.events, |h| {
+            SessionSink::new(h, SeedOptions::default())
+        })
+        .unwrap()
+        .outcome;
+        assert!(
+            restored.surface().replace_generation() > 0,
+            "{name} has replacements"
+        );
+        let replayed = Session::restore(
+            restored.header().clone(),
+            restored.to_raw_events(),
+            SeedOptions::default(),
+        )
+        .unwrap_or_else(|error| panic!("{name}: {error}"));
+        assert_eq!(shown(&replayed), shown(&restored), "{name}");
+    }
+}
