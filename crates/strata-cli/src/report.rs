@@ -758,20 +758,28 @@ fn timeline(page: &mut Html, report: &Report, budget: Budget) {
         let start = index.max(listed_from);
         let open = n_turn_groups < budget.open_turns;
         n_turn_groups += 1;
-        turn_group(page, report, start..end, open, &|page, range| {
-            for event_index in range {
-                if let Some(event) = events.get(event_index) {
-                    event_row(
-                        page,
-                        event,
-                        stats.standing.get(event_index),
-                        &by_replacing,
-                        &usage_by_seq,
-                        budget,
-                    );
+        // `continued`: the cut fell in this turn, whose first events are not listed.
+        turn_group(
+            page,
+            report,
+            start..end,
+            open,
+            start > index,
+            &|page, range| {
+                for event_index in range {
+                    if let Some(event) = events.get(event_index) {
+                        event_row(
+                            page,
+                            event,
+                            stats.standing.get(event_index),
+                            &by_replacing,
+                            &usage_by_seq,
+                            budget,
+                        );
+                    }
                 }
-            }
-        });
+            },
+        );
         index = end;
     }
     page.raw("</div>\n</section>\n");
@@ -786,13 +794,7 @@ fn unlisted(page: &mut Html, report: &Report, listed_from: usize) {
         .places
         .get(listed_from - 1)
         .and_then(|place| place.turn);
-    let n_shadowed = stats
-        .standing
-        .get(..listed_from)
-        .unwrap_or_default()
-        .iter()
-        .filter(|standing| matches!(standing, Standing::Shadowed { .. }))
-        .count();
+    let n_shadowed = shadowed_in(stats, 0..listed_from);
     page.raw("<p class=unlisted><b>Seqs 0–");
     page.num(listed_from - 1);
     page.raw(" are not listed</b> (");
@@ -816,28 +818,35 @@ fn unlisted(page: &mut Html, report: &Report, listed_from: usize) {
     page.raw(", so the page still opens. The charts above cover every event; <span class=\"mono\">strata inspect</span> and <span class=\"mono\">strata surface</span> read the whole log.</p>\n");
 }
 
+/// How many of the events at `range` (indexes into the log) are shadowed.
+fn shadowed_in(stats: &LogStats, range: std::ops::Range<usize>) -> usize {
+    stats
+        .standing
+        .get(range)
+        .unwrap_or_default()
+        .iter()
+        .filter(|standing| matches!(standing, Standing::Shadowed { .. }))
+        .count()
+}
+
 /// The rows of one step (or of the events of a turn outside any step).
 type Rows<'f> = dyn Fn(&mut Html, std::ops::Range<usize>) + 'f;
 
 /// One turn as a `<details>` (open if the budget says so) with its steps as row lists; the
-/// summary line counts events, steps and shadowed events so a collapsed turn still informs.
+/// summary line counts events, steps and shadowed events so a collapsed turn still informs,
+/// and says "(continued)" when `range` starts past the turn's first event (the timeline's cut).
 fn turn_group(
     page: &mut Html,
     report: &Report,
     range: std::ops::Range<usize>,
     open: bool,
+    continued: bool,
     rows: &Rows,
 ) {
     let stats = report.stats;
     let place = |index: usize| stats.places.get(index).copied().unwrap_or_default();
     let turn = place(range.start).turn;
-    let n_shadowed = stats
-        .standing
-        .get(range.clone())
-        .unwrap_or_default()
-        .iter()
-        .filter(|standing| matches!(standing, Standing::Shadowed { .. }))
-        .count();
+    let n_shadowed = shadowed_in(stats, range.clone());
     let n_steps = report
         .events
         .get(range.clone())
@@ -858,13 +867,6 @@ fn turn_group(
         }
         None => page.raw("Outside turns"),
     }
-    // A turn the timeline's cut fell in (its first events are not listed).
-    let continued = range.start > 0
-        && place(range.start - 1).turn == turn
-        && report
-            .events
-            .get(range.start)
-            .is_some_and(|event| *event.event_type() != EventType::TurnStart);
     if continued {
         page.raw(" (continued)");
     }
