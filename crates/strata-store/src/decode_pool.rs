@@ -1,5 +1,4 @@
-//! Parallel decoding of a stored log: one thread reads records (JSONL lines, or ranges of a raw
-//! log's mapped windows), a pool of threads decodes them (and, for a restore, runs the core's
+//! Parallel decoding of a stored log: one thread reads records (JSONL lines), a pool of threads decodes them (and, for a restore, runs the core's
 //! event-local rules on them), and the caller receives the rows in log order. A log any thread
 //! can read a page of ([`PageSource`]: SQLite rows, rebuilt as their JSONL lines) has no
 //! reading thread: each decoder reads its own pages on its own connection.
@@ -22,8 +21,7 @@
 //! - Memory stays bounded: each decoder holds at most [`JOBS_IN_FLIGHT`] batches (about
 //!   [`BATCH_BYTES`] or [`BATCH_RECORDS`] records each; a SQLite page of rows) and has at most
 //!   [`RESULTS_IN_FLIGHT`] decoded batches waiting (a paged decoder: the page it reads, and as
-//!   many decoded). A batch of mapped records holds its window only until it is decoded (the
-//!   decoder then clears it).
+//!   many decoded).
 //! - Buffers go back where they came from: a decoder returns each record batch to the reader,
 //!   the consumer returns each emptied row batch to its decoder. A batch freed on another
 //!   thread than the one that filled it went back to that thread's heap, which glibc then
@@ -42,7 +40,6 @@ use std::thread;
 use strata_core::{Generation, PrecheckedRow, RawEvent, ScanArena, ScannedRow};
 
 use crate::error::StoreError;
-use crate::mapped::Window;
 use crate::store::{EventRows, TornInfo};
 
 /// A log read as undecoded records, for the pool's reading thread.
@@ -150,14 +147,11 @@ const RESULTS_IN_FLIGHT: usize = 2;
 /// Decoders at most, whatever the machine offers.
 const MAX_DECODERS: usize = 4;
 
-/// Complete records for a decoder: copied out of the reader's buffer, or (a raw log's body,
-/// see `mapped`) ranges of one mapped window of the log, held until the batch is decoded.
+/// Complete records for a decoder, copied out of the reader's buffer.
 #[derive(Default)]
 pub(crate) struct RecordBatch {
     bytes: Vec<u8>,
-    /// The window the records lie in, when they were not copied into `bytes`.
-    window: Option<Arc<Window>>,
-    /// `(line, seq, start, end)`: a record is `start..end` of `bytes` (or of the window).
+    /// `(line, seq, start, end)`: a record is `start..end` of `bytes`.
     records: Vec<(u64, u64, usize, usize)>,
 }
 
@@ -190,37 +184,9 @@ impl RecordBatch {
         }
     }
 
-    /// Appends one record lying at `range` of `window`. Every record of a batch lies in one
-    /// window: the source hands out a batch before it maps the next.
-    pub(crate) fn push_mapped(
-        &mut self,
-        window: &Arc<Window>,
-        line: u64,
-        seq: u64,
-        range: std::ops::Range<usize>,
-    ) {
-        debug_assert!(self
-            .window
-            .as_ref()
-            .is_none_or(|held| Arc::ptr_eq(held, window)));
-        if self.window.is_none() {
-            self.window = Some(window.clone());
-        }
-        self.records.push((line, seq, range.start, range.end));
-    }
-
-    /// The bytes the records index.
-    fn source(&self) -> &[u8] {
-        match &self.window {
-            Some(window) => window,
-            None => &self.bytes,
-        }
-    }
-
     /// Empties the batch, keeping its buffers for the next.
     fn clear(&mut self) {
         self.bytes.clear();
-        self.window = None;
         self.records.clear();
     }
 
@@ -231,11 +197,7 @@ impl RecordBatch {
 
     /// Whether the batch should be handed out.
     pub(crate) fn is_full(&self) -> bool {
-        let n_bytes = match (&self.window, self.records.first(), self.records.last()) {
-            (Some(_), Some(first), Some(last)) => last.3 - first.2,
-            _ => self.bytes.len(),
-        };
-        n_bytes >= BATCH_BYTES || self.records.len() >= BATCH_RECORDS
+        self.bytes.len() >= BATCH_BYTES || self.records.len() >= BATCH_RECORDS
     }
 }
 
@@ -604,7 +566,6 @@ fn decode_jobs<D: RecordDecoder>(decoder: &D, mode: Mode, channels: &DecoderChan
         let (result, last) = match job {
             Job::Records(mut batch, progress) => {
                 decode_batch(decoder, mode, &batch, &mut arena, &mut rows);
-                // Unmaps the batch's window as soon as no batch needs it.
                 batch.clear();
                 // The reader may have ended; the batch is then simply dropped.
                 let _ = channels.spare_batches.send(batch);
@@ -637,7 +598,7 @@ fn decode_batch<D: RecordDecoder>(
     let arena = matches!(mode, Mode::Checked(_)).then_some(&*arena);
     let mut scanned = Vec::with_capacity(batch.records.len());
     let mut failure = None;
-    let source = batch.source();
+    let source = batch.bytes.as_slice();
     for &(line, seq, start, end) in &batch.records {
         let Some(bytes) = source.get(start..end) else {
             // Cannot happen (`push*` records ranges of the batch's bytes); reported, not

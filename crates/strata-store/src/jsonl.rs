@@ -38,7 +38,6 @@ use crate::frames::scan_frames;
 use crate::layout::{encode_segment, parse_session_file_name, project_key, session_file_name};
 use crate::lines::DEFAULT_MAX_RECORD_LEN;
 use crate::lock::{SessionLock, LOCK_FILE_NAME};
-use crate::mapped::MappedBody;
 use crate::memory::sort_newest_first;
 use crate::store::ensure_read_to_end;
 use crate::store::{
@@ -75,13 +74,6 @@ pub struct JsonlConfig {
     pub max_record_len: usize,
     /// zstd level for new frames.
     pub zstd_level: i32,
-    /// Read a raw log's body through memory-mapped windows (default on): a sixth less work
-    /// per load than copying it through `read`. The price: a program that truncates or
-    /// rewrites a log's complete records in place while strata reads it stops the reader with
-    /// `SIGBUS` instead of handing it changed bytes. strata and dsh never do that (they append,
-    /// and truncate only a torn tail); turn it off where another machine may (NFS). Default:
-    /// [`mapped_reads_by_default`].
-    pub mapped_reads: bool,
 }
 
 impl JsonlConfig {
@@ -92,16 +84,8 @@ impl JsonlConfig {
             compression,
             max_record_len: DEFAULT_MAX_RECORD_LEN,
             zstd_level: DEFAULT_LEVEL,
-            mapped_reads: mapped_reads_by_default(),
         }
     }
-}
-
-/// Whether raw logs are read through mapped windows unless configured otherwise: yes, except
-/// where the operator set `STRATA_NO_MMAP` (to anything but empty or `0`), for file systems on
-/// which another machine may rewrite a log in place (see [`JsonlConfig::mapped_reads`]).
-pub fn mapped_reads_by_default() -> bool {
-    std::env::var_os("STRATA_NO_MMAP").is_none_or(|value| value.is_empty() || value == "0")
 }
 
 /// The JSONL [`Backend`].
@@ -233,12 +217,7 @@ impl JsonlBackend {
     /// Opens a log file of this root for streaming, checking that its header names `id` and
     /// maps to the directory it sits in.
     fn open_log(&self, path: &Path, id: &str) -> Result<JsonlRows, StoreError> {
-        let rows = JsonlRows::open(
-            path,
-            self.zstd(),
-            self.config.max_record_len,
-            self.config.mapped_reads,
-        )?;
+        let rows = JsonlRows::open(path, self.zstd(), self.config.max_record_len)?;
         let header = rows.header();
         if header.id() != id {
             return Err(StoreError::Corrupt {
@@ -613,10 +592,12 @@ impl LogAppender for JsonlAppender {
     }
 }
 
-/// The byte source under a log's rows: the file itself (read through mapped windows, or by
-/// the line reader), or its zstd plaintext.
+/// The byte source under a log's rows: the file itself, or its zstd plaintext. Both are read
+/// with `read`, never through a memory map: a log shrinks under a reader whenever a writer
+/// trims a torn tail or rolls back a failed append (strata's and dsh's do), or a user
+/// truncates it, and a mapped page past the new end kills the reading process with `SIGBUS`.
+/// A read sees a shorter file as an early end instead, which [`check_not_shrunk`] reports.
 enum Source {
-    Mapped(MappedBody, Box<SessionHeader>),
     Raw(JsonlReader<File>),
     Zstd(JsonlReader<ZstdStream>),
 }
@@ -630,7 +611,6 @@ impl Source {
         take: impl FnOnce(u64, u64, &[u8]) -> T,
     ) -> Option<Result<T, StoreError>> {
         match self {
-            Source::Mapped(body, _) => body.next_record(take),
             Source::Raw(reader) => reader
                 .next_record(take)
                 .map(|item| item.map_err(StoreError::from)),
@@ -655,13 +635,11 @@ pub(crate) struct JsonlRows {
 }
 
 impl JsonlRows {
-    /// Opens `path` (raw, or zstd when `zstd`) and reads its header; a raw body is read
-    /// through mapped windows when `mapped` (see `mapped`).
+    /// Opens `path` (raw, or zstd when `zstd`) and reads its header.
     pub(crate) fn open(
         path: &Path,
         zstd: bool,
         max_record_len: usize,
-        mapped: bool,
     ) -> Result<JsonlRows, StoreError> {
         let options = ReaderOptions {
             file: Some(path.to_path_buf()),
@@ -692,24 +670,7 @@ impl JsonlRows {
             }
             Source::Zstd(reader)
         } else {
-            let reader = JsonlReader::new(file, options)?;
-            // The body is read in place through mapped windows where it can be; else by the
-            // line reader (see `mapped`).
-            let body = mapped
-                .then(|| {
-                    MappedBody::open(
-                        reader.get_ref(),
-                        path,
-                        reader.header_end(),
-                        file_len,
-                        max_record_len,
-                    )
-                })
-                .flatten();
-            match body {
-                Some(body) => Source::Mapped(body, Box::new(reader.header().clone())),
-                None => Source::Raw(reader),
-            }
+            Source::Raw(JsonlReader::new(file, options)?)
         };
         Ok(JsonlRows {
             source,
@@ -724,15 +685,8 @@ impl JsonlRows {
         })
     }
 
-    /// Whether the body is read through mapped windows.
-    #[cfg(test)]
-    pub(crate) fn is_mapped(&self) -> bool {
-        matches!(self.source, Source::Mapped(..))
-    }
-
     pub(crate) fn header(&self) -> &SessionHeader {
         match &self.source {
-            Source::Mapped(_, header) => header,
             Source::Raw(reader) => reader.header(),
             Source::Zstd(reader) => reader.header(),
         }
@@ -745,11 +699,17 @@ impl JsonlRows {
         LogStream::new(header, location, Some(2), DecodePool::new(self))
     }
 
-    /// Records what the read left unread at the end of the file.
+    /// Records what the read left unread at the end of the file, or fails when the file
+    /// shrank while it was read (what looks like a torn tail would be the cut).
     fn finish(&mut self) -> Result<(), StoreError> {
         self.done = true;
+        let file = match &self.source {
+            Source::Raw(reader) => reader.get_ref(),
+            Source::Zstd(reader) => reader.get_ref().get_ref(),
+        };
+        ensure_not_shrunk(file, self.file_len)
+            .map_err(|source| StoreError::io("read", &self.path, source))?;
         self.torn = match &self.source {
-            Source::Mapped(body, _) => body.torn(),
             Source::Raw(reader) => {
                 let committed = reader.committed_offset();
                 (committed < self.file_len).then_some(TornInfo {
@@ -807,13 +767,7 @@ impl RecordSource for JsonlRows {
         if self.done {
             return Ok(false);
         }
-        // A mapped body hands out ranges of its window; the other sources copy each record.
-        let filled = if let Source::Mapped(body, _) = &mut self.source {
-            body.fill(batch)
-        } else {
-            self.copy_records(batch)
-        };
-        match filled {
+        match self.copy_records(batch) {
             Ok(true) => Ok(true),
             Ok(false) => {
                 self.finish()?;
@@ -917,12 +871,27 @@ impl EventRows for JsonlRows {
 
     fn progress(&self) -> Option<(u64, u64)> {
         let done = match &self.source {
-            Source::Mapped(body, _) => body.committed_offset(),
             Source::Raw(reader) => reader.committed_offset(),
             Source::Zstd(reader) => reader.get_ref().compressed_offset(),
         };
         Some((done.min(self.file_len), self.file_len))
     }
+}
+
+/// Fails when `file` (`len_at_open` bytes long when its read began) is shorter now: the read
+/// ended early because the file was cut under it, and the end it saw is not the log's.
+pub(crate) fn ensure_not_shrunk(file: &File, len_at_open: u64) -> io::Result<()> {
+    let len_now = file.metadata()?.len();
+    if len_now < len_at_open {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!(
+                "the file shrank from {len_at_open} to {len_now} bytes while it was read \
+                 (another program truncated it); read it again"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The complete records a torn final zstd frame starting at `start` decodes to (best effort).
@@ -1421,12 +1390,7 @@ pub fn is_zstd_file(path: &Path) -> Result<bool, StoreError> {
 /// validate FILE`, `strata import FILE`).
 pub fn scan_log(path: &Path) -> Result<LogStream<'static>, StoreError> {
     let zstd = is_zstd_file(path)?;
-    let mut rows = JsonlRows::open(
-        path,
-        zstd,
-        DEFAULT_MAX_RECORD_LEN,
-        mapped_reads_by_default(),
-    )?;
+    let mut rows = JsonlRows::open(path, zstd, DEFAULT_MAX_RECORD_LEN)?;
     rows.decoder.check_seqs = false;
     Ok(rows.into_stream())
 }

@@ -37,8 +37,7 @@ pub use error::{AppendError, ForkError, LockHolder, StoreError};
 pub use frames::{scan_frames, FrameError, FrameScan, FrameSpan};
 pub use index::INDEX_FILE_NAME;
 pub use jsonl::{
-    is_zstd_file, mapped_reads_by_default, read_log, scan_log, write_log, Compression,
-    JsonlBackend, JsonlConfig,
+    is_zstd_file, read_log, scan_log, write_log, Compression, JsonlBackend, JsonlConfig,
 };
 pub use layout::{
     decode_segment, encode_segment, parse_session_file_name, project_key, session_file_name,
@@ -81,7 +80,6 @@ mod jsonl;
 mod layout;
 mod lines;
 mod lock;
-mod mapped;
 mod memory;
 mod postgres;
 mod prefault;

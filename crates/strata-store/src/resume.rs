@@ -32,6 +32,7 @@ use crate::codec::{decode_event_line, Location};
 use crate::error::StoreError;
 use crate::frames::scan_frames;
 use crate::index::{IndexIdentity, OffsetIndex, RecordPos, INDEX_FILE_NAME};
+use crate::jsonl::ensure_not_shrunk;
 use crate::lines::{LineScanner, LineScannerConfig};
 use crate::store::{Batch, EventRows, LogAppender, LogStream, ResumePoint, TornInfo};
 use crate::zstd::{decompress, recoverable_prefix};
@@ -452,6 +453,13 @@ impl RecordWalk {
         };
         self.read_offset += read as u64;
         self.eof = read == 0;
+        if self.eof {
+            // An end before the length the walk began with is a cut, not the log's end.
+            if let Err(source) = ensure_not_shrunk(&self.file, self.file_len) {
+                self.failed = true;
+                return Err(StoreError::io("read", &self.path, source));
+            }
+        }
         Ok(read)
     }
 

@@ -112,6 +112,11 @@ impl ZstdStream {
         })
     }
 
+    /// The file the stream reads.
+    pub fn get_ref(&self) -> &File {
+        &self.file
+    }
+
     /// Plaintext length of the first frame, once it has been decoded to its end.
     pub fn first_frame_plain_end(&self) -> Option<u64> {
         self.first_frame_plain_end

@@ -30,7 +30,7 @@ pub(crate) fn log_bytes(n_events: u64) -> (Vec<u8>, usize) {
 }
 
 /// Writes a log into a directory of its own: a file is never rewritten in place, as a pool
-/// that stopped early may still be reading it through a mapped window (see `mapped`).
+/// that stopped early may still be reading it.
 pub(crate) fn write(dir: &Path, bytes: &[u8]) -> PathBuf {
     let dir = tempfile::tempdir_in(dir).unwrap().keep();
     let path = dir.join("session.v3.jsonl");
@@ -40,7 +40,7 @@ pub(crate) fn write(dir: &Path, bytes: &[u8]) -> PathBuf {
 
 /// The rows the line reader yields on the reading thread: the reference.
 fn sequential(path: &Path) -> (Vec<Result<RawEvent, String>>, JsonlRows) {
-    let mut rows = JsonlRows::open(path, false, DEFAULT_MAX_RECORD_LEN, false).unwrap();
+    let mut rows = JsonlRows::open(path, false, DEFAULT_MAX_RECORD_LEN).unwrap();
     let read = rows
         .by_ref()
         .map(|row| row.map_err(|error| error.to_string()))
@@ -48,10 +48,9 @@ fn sequential(path: &Path) -> (Vec<Result<RawEvent, String>>, JsonlRows) {
     (read, rows)
 }
 
-/// The rows the pool yields, the body read through mapped windows.
+/// The rows the pool yields.
 fn pooled(path: &Path) -> (Vec<Result<RawEvent, String>>, DecodePool<JsonlRows>) {
-    let mut pool =
-        DecodePool::new(JsonlRows::open(path, false, DEFAULT_MAX_RECORD_LEN, true).unwrap());
+    let mut pool = DecodePool::new(JsonlRows::open(path, false, DEFAULT_MAX_RECORD_LEN).unwrap());
     let read = pool
         .by_ref()
         .map(|row| row.map_err(|error: StoreError| error.to_string()))
@@ -127,7 +126,7 @@ fn rows_checked_ahead_restore_the_same_session() {
     let dir = tempfile::tempdir().unwrap();
     let (bytes, n_events) = log_bytes(6_000);
     let path = write(dir.path(), &bytes);
-    let rows = JsonlRows::open(&path, false, DEFAULT_MAX_RECORD_LEN, true).unwrap();
+    let rows = JsonlRows::open(&path, false, DEFAULT_MAX_RECORD_LEN).unwrap();
     let header = rows.header().clone();
     let (expected, _) = sequential(&path);
     let plain = Session::restore(
@@ -154,13 +153,27 @@ fn dropping_the_rows_part_way_stops_the_threads() {
     let path = write(dir.path(), &bytes);
     for taken in [0, 1, 1_500] {
         let mut pool =
-            DecodePool::new(JsonlRows::open(&path, false, DEFAULT_MAX_RECORD_LEN, true).unwrap());
+            DecodePool::new(JsonlRows::open(&path, false, DEFAULT_MAX_RECORD_LEN).unwrap());
         for _ in 0..taken {
             pool.next().unwrap().unwrap();
         }
-        drop(pool); // must not hang: every thread ends at its next send or receive
+        // Dropped on a thread of its own, so a hang fails the test at a deadline instead of
+        // stalling the suite: every pool thread must end at its next send or receive.
+        let (done, dropped) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            drop(pool);
+            let _ = done.send(());
+        });
+        assert!(
+            dropped.recv_timeout(DROP_DEADLINE).is_ok(),
+            "dropping the pool after {taken} rows did not return within {DROP_DEADLINE:?}"
+        );
     }
 }
+
+/// How long dropping a pool may take before the drop test calls it a hang: far above the
+/// milliseconds it takes, even on a loaded CI machine.
+const DROP_DEADLINE: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// A SQLite session of `n_turns` synthetic turns (several pages of rows).
 fn sqlite_session(dir: &Path, n_turns: u64) -> (crate::Store, PathBuf) {

@@ -320,7 +320,20 @@ fn line_reader(path: &Path, zstd: bool, file: &str) -> Result<LegacyReader, Read
         file: file.to_owned(),
         source,
     })?;
-    let buffered = BufReader::with_capacity(256 * 1024, handle);
+    let len_at_open = handle
+        .metadata()
+        .map_err(|source| ReadError::Io {
+            file: file.to_owned(),
+            source,
+        })?
+        .len();
+    let buffered = BufReader::with_capacity(
+        256 * 1024,
+        Snapshot {
+            file: handle,
+            len_at_open,
+        },
+    );
     let source: Box<dyn Read + Send> = if zstd {
         Box::new(ZstdSource::new(buffered).map_err(|source| ReadError::Io {
             file: file.to_owned(),
@@ -330,6 +343,23 @@ fn line_reader(path: &Path, zstd: bool, file: &str) -> Result<LegacyReader, Read
         Box::new(buffered)
     };
     Ok(LegacyReader::new(source, zstd, file))
+}
+
+/// A log file read to the length it had when it was opened: an end before that length (the
+/// file was truncated under the read) is an error, not the log's end.
+struct Snapshot {
+    file: File,
+    len_at_open: u64,
+}
+
+impl Read for Snapshot {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let read = self.file.read(buf)?;
+        if read == 0 && !buf.is_empty() {
+            crate::jsonl::ensure_not_shrunk(&self.file, self.len_at_open)?;
+        }
+        Ok(read)
+    }
 }
 
 impl Iterator for LegacyReader {

@@ -41,3 +41,7 @@ mod postgres;
 /// The v0 restore sink streams to a restoring thread: same verdicts and sessions as restoring
 /// the rows held as values.
 mod legacy_sink;
+
+/// A log cut under its reader ends the read with an error naming the file, never a signal
+/// (issue 22).
+mod shrink;
