@@ -56,7 +56,14 @@ fn main() -> ExitCode {
         }
     };
     let started = Instant::now();
-    let cases = cases(&oracle);
+    let cases = match cases(&oracle) {
+        Ok(cases) => cases,
+        Err(reason) => {
+            loud(&format!("strata-conformance: FAIL {reason}\n"));
+            return ExitCode::FAILURE;
+        }
+    };
+    let n_expected = cases.len() * CHECKS_PER_CASE;
     let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("conformance-cache");
     let _ = fs::create_dir_all(&cache);
     let key_base = fingerprint(&oracle);
@@ -80,7 +87,7 @@ fn main() -> ExitCode {
                 if let Ok(mut results) = results.lock() {
                     match outcome {
                         Ok(failures) => {
-                            results.0 += 3 - failures.len();
+                            results.0 += CHECKS_PER_CASE - failures.len();
                             results.1.extend(failures);
                         }
                         Err(error) => results.1.push(format!("{}: {error}", case.name)),
@@ -105,12 +112,29 @@ fn main() -> ExitCode {
         started.elapsed(),
         failures.len()
     ));
+    let n_checked = n_passed + failures.len();
+    if n_checked < n_expected {
+        loud(&format!(
+            "strata-conformance: FAIL only {n_checked} of the {n_expected} checks ran\n"
+        ));
+        return ExitCode::FAILURE;
+    }
     if failures.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     }
 }
+
+/// The upstream entry points each log is checked through, one check each (`run_case`).
+const MODES: [Mode; 3] = [Mode::Seed, Mode::Restore, Mode::RestoreStreaming];
+
+/// Checks per case.
+const CHECKS_PER_CASE: usize = MODES.len();
+
+/// The fewest invalid modes `gen.py --list-invalid` may list: it lists 36 today, and a run
+/// that found far fewer would be a broken generator or a lost pipe, not a smaller suite.
+const MIN_INVALID_MODES: usize = 30;
 
 /// Writes straight to stderr: test output capture never hides it.
 fn loud(text: &str) {
@@ -152,8 +176,10 @@ fn find_oracle() -> Result<Oracle, String> {
     Ok(Oracle { home })
 }
 
-/// ≥ 300 valid logs of mixed sizes and options, then every invalid mode on several seeds.
-fn cases(oracle: &Oracle) -> Vec<Case> {
+/// ≥ 300 valid logs of mixed sizes and options, then every invalid mode on several seeds; an
+/// error when the generator lists fewer than [`MIN_INVALID_MODES`] invalid modes, so a broken
+/// listing fails the suite instead of shrinking it.
+fn cases(oracle: &Oracle) -> Result<Vec<Case>, String> {
     let mut cases = Vec::new();
     let mut valid = |events: u64, seed: u64, extra: &[&str]| {
         let mut args = vec![
@@ -215,13 +241,22 @@ fn cases(oracle: &Oracle) -> Vec<Case> {
         .arg(oracle.home.join("gen.py"))
         .arg("--list-invalid")
         .output()
-        .map(|output| String::from_utf8_lossy(&output.stdout).into_owned())
-        .unwrap_or_default();
-    let modes: Vec<String> = listed
+        .map_err(|error| format!("gen.py --list-invalid did not run: {error}"))?;
+    let stdout = String::from_utf8_lossy(&listed.stdout);
+    let modes: Vec<String> = stdout
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
         .filter_map(|value| value["mode"].as_str().map(str::to_owned))
         .collect();
+    if !listed.status.success() || modes.len() < MIN_INVALID_MODES {
+        return Err(format!(
+            "gen.py --list-invalid listed {} invalid modes (at least {MIN_INVALID_MODES} \
+             expected; {}): {}",
+            modes.len(),
+            listed.status,
+            String::from_utf8_lossy(&listed.stderr).trim()
+        ));
+    }
     for mode in &modes {
         for (seed, events) in [(1u64, 400u64), (2, 1500), (3, 3000)] {
             cases.push(Case {
@@ -237,7 +272,7 @@ fn cases(oracle: &Oracle) -> Vec<Case> {
             });
         }
     }
-    cases
+    Ok(cases)
 }
 
 /// A cache key part that changes whenever the generator or the oracle changes.
@@ -296,7 +331,7 @@ fn run_case(
     }
     let bytes = fs::read(&log).map_err(|error| error.to_string())?;
     let mut failures = Vec::new();
-    for mode in [Mode::Seed, Mode::Restore, Mode::RestoreStreaming] {
+    for mode in MODES {
         let answer = dir.join(format!("{}.json", mode.name()));
         if !answer.exists() {
             let output = Command::new("node")

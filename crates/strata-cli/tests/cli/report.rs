@@ -3,6 +3,7 @@
 //! big logs, and renders in headless Chromium (skipped with a loud notice when Chromium is
 //! absent, unless `STRATA_REQUIRE_CHROMIUM=1`).
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -235,7 +236,10 @@ fn report_renders_in_headless_chromium() {
         if std::env::var("STRATA_REQUIRE_CHROMIUM").as_deref() == Ok("1") {
             panic!("STRATA_REQUIRE_CHROMIUM=1 but chromium is not installed");
         }
-        eprintln!(
+        // Written to stderr itself, not through `eprintln!`, which the test harness captures:
+        // a skip must be seen without `--nocapture`, like the PostgreSQL and oracle notices.
+        let _ = writeln!(
+            std::io::stderr(),
             "\n=====\nSKIP: chromium not installed; the report's headless-browser check did not \
              run (apt-get install chromium, or set STRATA_REQUIRE_CHROMIUM=1 to fail instead)\n=====\n"
         );
