@@ -318,6 +318,33 @@ pub enum MessageFormat {
     Anthropic,
 }
 
+impl Command {
+    /// Whether the command was asked for JSON output (`--json`), so its errors are reported as
+    /// JSON too.
+    pub fn wants_json(&self) -> bool {
+        match self {
+            Command::Validate { format, .. }
+            | Command::Inspect { format, .. }
+            | Command::Surface { format, .. }
+            | Command::Messages { format, .. }
+            | Command::Repair { format, .. }
+            | Command::Fork { format, .. }
+            | Command::Migrate { format, .. }
+            | Command::Sessions { format, .. }
+            | Command::Import { format, .. }
+            | Command::Export { format, .. }
+            | Command::Convert { format, .. } => format.json,
+            Command::Tail { json, .. } | Command::Run { json, .. } => *json,
+            Command::Demo { .. }
+            | Command::Report { .. }
+            | Command::Compact { .. }
+            | Command::Prune { .. }
+            | Command::Chat { .. }
+            | Command::Completions { .. } => false,
+        }
+    }
+}
+
 /// The `--store` flag of the store commands.
 #[derive(Debug, Args, Clone)]
 pub struct StoreArg {

@@ -23,6 +23,36 @@ pub fn line(text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// An error's text, its causes joined by `: ` as anyhow's `{:#}` does, but without a cause
+/// whose text the message already ends with: the store's errors name their OS error in their
+/// own message and also return it as their source, which `{:#}` would print twice.
+pub fn error_text(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let cause = cause.to_string();
+        if text.is_empty() {
+            text = cause;
+        } else if !text.ends_with(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
+}
+
+/// `{"ok":false,["file",]"error":{"kind","message"}}`: a failure that is not a rejection (`kind`
+/// `io` for a log or store that could not be read or written, `usage` for a command line that
+/// could not be parsed), printed on stdout under `--json` so a consumer of the JSON sees it.
+pub fn error_json(file: Option<&str>, kind: &str, message: &str) -> Value {
+    let mut object = serde_json::Map::new();
+    object.insert("ok".into(), Value::Bool(false));
+    if let Some(file) = file {
+        object.insert("file".into(), Value::String(file.to_owned()));
+    }
+    object.insert("error".into(), json!({"kind": kind, "message": message}));
+    Value::Object(object)
+}
+
 /// `{"ok":false,"error":{"rule","seq","index","line","message"}}` for `validate --json`.
 pub fn rejection_json(rejection: &Rejection) -> Value {
     json!({

@@ -258,3 +258,7 @@ mod postgres;
 // `strata demo` and `strata completions` (issue 7).
 #[path = "cli/demo.rs"]
 mod demo;
+
+// Failures under `--json` are JSON on stdout too (issue 22).
+#[path = "cli/json_errors.rs"]
+mod json_errors;

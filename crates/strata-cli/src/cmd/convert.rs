@@ -87,10 +87,11 @@ pub(crate) fn run(input: &str, output_spec: &str, format: Format) -> anyhow::Res
         ..
     } = tally;
     if n_failed > 0 {
-        anyhow::bail!(
-            "{n_failed} of {} sessions could not be converted",
+        eprintln!(
+            "strata: {n_failed} of {} sessions could not be converted",
             n_ok + n_invalid + n_failed
         );
+        return Ok(Status::Failed);
     }
     Ok(if n_invalid > 0 {
         Status::Invalid
@@ -142,14 +143,14 @@ impl Tally {
             }
             Err(LoadError::Io(error)) => {
                 self.n_failed += 1;
+                let message = output::error_text(&error);
                 if json {
-                    let line =
-                        json!({"ok": false, "id": id, "from": from, "error": format!("{error:#}")});
-                    output::line(&line.to_string())
-                } else {
-                    eprintln!("strata: {id}: {error:#}");
-                    Ok(())
+                    let error = json!({"kind": "io", "message": message});
+                    let line = json!({"ok": false, "id": id, "from": from, "error": error});
+                    output::line(&line.to_string())?;
                 }
+                eprintln!("strata: {id}: {message}");
+                Ok(())
             }
         }
     }

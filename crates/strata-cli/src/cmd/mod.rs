@@ -31,6 +31,9 @@ pub enum Status {
     Ok,
     /// Some input was rejected (exit 1).
     Invalid,
+    /// Some input could not be read, and the command already reported which (exit 2): a
+    /// command over many inputs reports each failure where it happens, in its own output.
+    Failed,
 }
 
 /// Runs the parsed command.

@@ -53,13 +53,22 @@ pub(crate) fn run(files: &[std::path::PathBuf], format: Format) -> anyhow::Resul
                 }
             }
             Err(LoadError::Io(error)) => {
-                eprintln!("strata: {error:#}");
+                let message = output::error_text(&error);
+                if format.json {
+                    let label = file.display().to_string();
+                    output::line(&output::error_json(Some(&label), "io", &message).to_string())?;
+                }
+                eprintln!("strata: {message}");
                 unreadable += 1;
             }
         }
     }
     if unreadable > 0 {
-        anyhow::bail!("{unreadable} of {} logs could not be read", files.len());
+        eprintln!(
+            "strata: {unreadable} of {} logs could not be read",
+            files.len()
+        );
+        return Ok(Status::Failed);
     }
     Ok(status)
 }
