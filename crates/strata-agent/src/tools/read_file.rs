@@ -1,4 +1,10 @@
 //! `read_file`: a text file's lines, optionally a window of them, capped in size.
+//!
+//! The file is opened beneath the workspace root without blocking (see
+//! [`Workspace`](super::Workspace): FIFOs, sockets and devices are refused on the open handle)
+//! and read on Tokio's blocking pool.
+
+use std::io::Read;
 
 use serde_json::{json, Value};
 
@@ -52,11 +58,22 @@ impl Tool for ReadFile {
                 .max(1);
             let limit =
                 optional_u64_arg(self.name(), input.arguments, "limit")?.unwrap_or(DEFAULT_LIMIT);
-            let resolved = input.workspace.resolve(path)?;
+            let relative = input.workspace.confine(path)?;
+            let workspace = input.workspace.clone();
+            let given = path.to_owned();
+            let task = tokio::task::spawn_blocking(move || {
+                let mut file = workspace.open_file(&relative, "read", &given)?;
+                let mut bytes = Vec::new();
+                file.read_to_end(&mut bytes)
+                    .map_err(|error| ToolError::io("read", &given, &error))?;
+                Ok::<_, ToolError>(bytes)
+            });
             let bytes = tokio::select! {
                 biased;
                 _ = input.cancel.cancelled() => return Err(ToolError::Aborted),
-                read = tokio::fs::read(&resolved) => read.map_err(|error| ToolError::io("read", path, &error))?,
+                joined = task => joined.map_err(|error| ToolError::Failed {
+                    detail: format!("read_file task failed: {error}"),
+                })??,
             };
             let text = String::from_utf8_lossy(&bytes);
             let n_lines = text.lines().count() as u64;
