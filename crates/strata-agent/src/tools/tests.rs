@@ -69,7 +69,10 @@ async fn read_file_returns_a_line_window() {
         .await
         .unwrap();
     assert_eq!(all.text, lines.join("\n"));
-    assert_eq!(all.meta, Some(json!({"lines": 10, "bytes": 70})));
+    assert_eq!(
+        all.meta,
+        Some(json!({"lines": 10, "bytesRead": 70, "eof": true, "totalLines": 10}))
+    );
     let window = run(
         &ReadFile::default(),
         &workspace,
@@ -77,7 +80,23 @@ async fn read_file_returns_a_line_window() {
     )
     .await
     .unwrap();
-    assert_eq!(window.text, "line 3\nline 4\n[lines 3-4 of 10]");
+    assert_eq!(window.text, "line 3\nline 4\n[lines 3-4; more follow]");
+    let tail = run(
+        &ReadFile::default(),
+        &workspace,
+        json!({"path": "f.txt", "offset": 9, "limit": 5}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(tail.text, "line 9\nline 10\n[lines 9-10 of 10]");
+    let past = run(
+        &ReadFile::default(),
+        &workspace,
+        json!({"path": "f.txt", "offset": 12}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(past.text, "[no lines from line 12: the file has 10 lines]");
     let capped = run(
         &ReadFile { max_bytes: 10 },
         &workspace,
@@ -85,12 +104,53 @@ async fn read_file_returns_a_line_window() {
     )
     .await
     .unwrap();
-    assert!(
-        capped
-            .text
-            .starts_with("line 1\nlin\n[... truncated: 10 of"),
-        "{}",
-        capped.text
+    assert_eq!(
+        capped.text,
+        "line 1\nlin\n[lines 1-2; line 2 cut at the 10-byte limit; more follow]"
+    );
+    // A cap that falls at the end of a line cuts nothing.
+    let whole_lines = run(
+        &ReadFile { max_bytes: 13 },
+        &workspace,
+        json!({"path": "f.txt"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(whole_lines.text, "line 1\nline 2\n[lines 1-2; more follow]");
+    let zero = run(
+        &ReadFile::default(),
+        &workspace,
+        json!({"path": "f.txt", "limit": 0}),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(zero.code(), "INVALID_ARGUMENTS");
+}
+
+#[tokio::test]
+async fn read_file_splits_crlf_lines_and_cuts_on_a_char_boundary() {
+    let (dir, workspace) = workspace();
+    std::fs::write(dir.path().join("crlf.txt"), "one\r\ntwo\r\n").unwrap();
+    let crlf = run(
+        &ReadFile::default(),
+        &workspace,
+        json!({"path": "crlf.txt"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(crlf.text, "one\ntwo");
+    // "é" is two bytes; a 4-byte cap falls inside the second one.
+    std::fs::write(dir.path().join("utf8.txt"), "aéé\n").unwrap();
+    let cut = run(
+        &ReadFile { max_bytes: 4 },
+        &workspace,
+        json!({"path": "utf8.txt"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        cut.text,
+        "aé\n[lines 1-1; line 1 cut at the 4-byte limit; more follow]"
     );
 }
 
@@ -771,7 +831,8 @@ async fn tools_stay_inside_while_a_directory_is_swapped_for_a_symlink_to_outside
     assert!(n_inside_reads > 0, "no call ever saw the real directory");
 }
 
-// Special files (issue 22): no tool blocks on a FIFO, socket or device.
+// Special and huge files (issue 22): no tool blocks on a FIFO, socket or device, and a window
+// near the start of a huge file reads a bounded amount of it.
 
 fn mkfifo(path: &std::path::Path) {
     let status = std::process::Command::new("mkfifo")
@@ -867,4 +928,57 @@ async fn grep_skips_fifos_and_sockets() {
         named.to_string(),
         "cannot search \"pipe\": not a regular file: a named pipe (FIFO)"
     );
+}
+
+#[tokio::test]
+async fn read_file_limit_one_reads_a_bounded_prefix_of_a_huge_sparse_file() {
+    const SIZE: u64 = 4 << 30;
+    let (dir, workspace) = workspace();
+    let file = std::fs::File::create(dir.path().join("huge")).unwrap();
+    std::io::Write::write_all(&mut &file, b"first line\nsecond line\n").unwrap();
+    file.set_len(SIZE).unwrap();
+    drop(file);
+    let first = run(
+        &ReadFile::default(),
+        &workspace,
+        json!({"path": "huge", "limit": 1}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(first.text, "first line\n[lines 1-1; more follow]");
+    let meta = first.meta.unwrap();
+    assert_eq!(meta["lines"], 1);
+    assert_eq!(meta["eof"], false);
+    let n_read = meta["bytesRead"].as_u64().unwrap();
+    assert!(n_read <= 64 * 1024, "read {n_read} bytes for one line");
+    let second = run(
+        &ReadFile::default(),
+        &workspace,
+        json!({"path": "huge", "offset": 2, "limit": 1}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(second.text, "second line\n[lines 2-2; more follow]");
+    // Line 3 is the rest of the file, four gigabytes of NULs: the byte cap stops the read.
+    let third = run(
+        &ReadFile { max_bytes: 1000 },
+        &workspace,
+        json!({"path": "huge", "offset": 3}),
+    )
+    .await
+    .unwrap();
+    assert!(
+        third
+            .text
+            .ends_with("\n[lines 3-3; line 3 cut at the 1000-byte limit; more follow]"),
+        "{}",
+        third.text
+    );
+    let n_read = third.meta.unwrap()["bytesRead"].as_u64().unwrap();
+    assert!(n_read <= 64 * 1024, "read {n_read} bytes for 1000");
+    // grep sees the NULs as binary and stops at once.
+    let grep = run(&Grep::default(), &workspace, json!({"pattern": "first"}))
+        .await
+        .unwrap();
+    assert_eq!(grep.text, "no matches");
 }
