@@ -456,6 +456,23 @@ async fn run_command_stops_when_cancelled() {
 fn toolset_builtins_follow_the_opt_ins_and_schemas_keep_order() {
     let read_only = ToolSet::builtin(&ToolsConfig::default());
     assert_eq!(read_only.names(), "read_file, list_dir, grep");
+    assert!(read_only.get("run_command").is_none());
+    let write_only = ToolSet::builtin(&ToolsConfig {
+        allow_write: true,
+        ..ToolsConfig::default()
+    });
+    assert_eq!(write_only.names(), "read_file, list_dir, grep, write_file");
+    let commands = ToolSet::builtin(&ToolsConfig {
+        allow_commands: true,
+        ..ToolsConfig::default()
+    });
+    assert_eq!(commands.names(), "read_file, list_dir, grep, run_command");
+    let run_command = commands.get("run_command").unwrap();
+    assert!(
+        run_command.description().contains("This is not a sandbox"),
+        "{}",
+        run_command.description()
+    );
     let all = ToolSet::builtin(&ToolsConfig {
         allow_write: true,
         allow_commands: true,
