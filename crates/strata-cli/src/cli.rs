@@ -393,7 +393,9 @@ pub struct AgentArgs {
     /// Let the model create and overwrite files in the working directory (write_file).
     #[arg(long)]
     pub allow_write: bool,
-    /// Let the model run shell commands in the working directory (run_command).
+    /// Let the model run shell commands (run_command). Not a sandbox: a command runs with your
+    /// full rights and can read, change or delete anything you can; the working directory is
+    /// only where it starts.
     #[arg(long)]
     pub allow_commands: bool,
 }

@@ -1,9 +1,16 @@
 //! `list_dir`: the entries of one directory, sorted, directories marked with a trailing `/`.
+//!
+//! The directory is opened beneath the workspace root and read through its handle on Tokio's
+//! blocking pool, checking the cancellation token between entries.
+
+use std::path::Path;
 
 use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
 
 use super::tool::optional_string_arg;
-use super::{Tool, ToolError, ToolFuture, ToolInput, ToolOutput};
+use super::workspace::{Access, Opened};
+use super::{Tool, ToolError, ToolFuture, ToolInput, ToolOutput, Workspace};
 
 /// Lists a directory inside the workspace.
 #[derive(Debug, Clone)]
@@ -39,29 +46,19 @@ impl Tool for ListDir {
     fn run<'a>(&'a self, input: ToolInput<'a>) -> ToolFuture<'a> {
         Box::pin(async move {
             let path = optional_string_arg(self.name(), input.arguments, "path")?.unwrap_or(".");
-            let resolved = input.workspace.resolve(path)?;
-            let mut reader = tokio::fs::read_dir(&resolved)
-                .await
-                .map_err(|error| ToolError::io("list", path, &error))?;
-            let mut names = Vec::new();
-            loop {
-                let entry = tokio::select! {
-                    biased;
-                    _ = input.cancel.cancelled() => return Err(ToolError::Aborted),
-                    entry = reader.next_entry() => entry.map_err(|error| ToolError::io("list", path, &error))?,
-                };
-                let Some(entry) = entry else { break };
-                let mut name = entry.file_name().to_string_lossy().into_owned();
-                let is_dir = entry
-                    .file_type()
-                    .await
-                    .map(|kind| kind.is_dir())
-                    .unwrap_or(false);
-                if is_dir {
-                    name.push('/');
-                }
-                names.push(name);
-            }
+            let relative = input.workspace.confine(path)?;
+            let workspace = input.workspace.clone();
+            let cancel = input.cancel.clone();
+            let given = path.to_owned();
+            let task =
+                tokio::task::spawn_blocking(move || list(&workspace, &relative, &given, &cancel));
+            let mut names = tokio::select! {
+                biased;
+                _ = input.cancel.cancelled() => return Err(ToolError::Aborted),
+                joined = task => joined.map_err(|error| ToolError::Failed {
+                    detail: format!("list_dir task failed: {error}"),
+                })??,
+            };
             names.sort();
             let n_entries = names.len();
             let mut text = names
@@ -85,4 +82,41 @@ impl Tool for ListDir {
             })
         })
     }
+}
+
+/// The names in `relative`, directories marked. An entry's type comes from the directory
+/// listing (or an `fstatat` beneath the directory that does not follow symlinks), so a symlink
+/// is listed as itself and nothing it points to is touched.
+fn list(
+    workspace: &Workspace,
+    relative: &Path,
+    given: &str,
+    cancel: &CancellationToken,
+) -> Result<Vec<String>, ToolError> {
+    let dir = match workspace.open(relative, Access::Read, "list", given)? {
+        Opened::Dir(dir) => dir,
+        Opened::File(_) => {
+            return Err(ToolError::Io {
+                op: "list".into(),
+                path: given.to_owned(),
+                detail: "not a directory".into(),
+            })
+        }
+    };
+    let entries = dir
+        .entries()
+        .map_err(|error| workspace.error("list", given, &error))?;
+    let mut names = Vec::new();
+    for entry in entries {
+        if cancel.is_cancelled() {
+            return Err(ToolError::Aborted);
+        }
+        let entry = entry.map_err(|error| workspace.error("list", given, &error))?;
+        let mut name = entry.file_name().to_string_lossy().into_owned();
+        if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            name.push('/');
+        }
+        names.push(name);
+    }
+    Ok(names)
 }

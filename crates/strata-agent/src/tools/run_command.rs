@@ -5,8 +5,10 @@
 //! directory and no stdin. On timeout or cancellation the whole group is killed (a shell's
 //! children included), so no stray process keeps the output pipes open. Output beyond the cap
 //! is drained and counted but not kept, so a chatty command neither blocks nor floods the log.
-//! Confinement is the working directory only: a command can name any path, which is why the
-//! tool is opt-in.
+//! **This is not a sandbox.** The command runs with the user's full rights; the workspace only
+//! sets its working directory, and a command can name, change or delete any path the user can.
+//! That is why the tool is registered only on its own opt-in (`ToolsConfig::allow_commands`,
+//! the CLI's `--allow-commands`) and why its description tells the model so.
 
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
@@ -45,7 +47,7 @@ impl Tool for RunCommand {
     }
 
     fn description(&self) -> &str {
-        "Run a shell command (sh -c) in the workspace root. Returns stdout and stderr; fails on a non-zero exit or when the time limit passes."
+        "Run a shell command (sh -c) with the workspace root as its working directory. This is not a sandbox: the command runs with the user's full rights and can read, change or delete anything the user can, inside the workspace or not. Returns stdout and stderr; fails on a non-zero exit or when the time limit passes."
     }
 
     fn parameters(&self) -> Value {

@@ -234,20 +234,3 @@ pub(crate) fn optional_bool_arg(
         Some(_) => Err(ToolError::invalid(tool, format!("{key} must be a boolean"))),
     }
 }
-
-/// Cuts `text` to at most `max_bytes` on a char boundary, saying how much was dropped.
-pub(crate) fn cap_text(text: &str, max_bytes: usize) -> String {
-    if text.len() <= max_bytes {
-        return text.to_owned();
-    }
-    let mut cut = max_bytes;
-    while !text.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!(
-        "{}\n[... truncated: {} of {} bytes shown ...]",
-        &text[..cut],
-        cut,
-        text.len()
-    )
-}
