@@ -1,5 +1,11 @@
 //! What `chat` and `run` share: resolving the store, the session, the model and the tools from
 //! the flags into an [`Agent`], and printing what the agent does.
+//!
+//! The store is opened, and the session writer created, resumed and closed, on the command's
+//! own thread, never inside the runtime the turns run on: store calls block, and a blocking
+//! client that drives an async runtime of its own (PostgreSQL's) refuses to start inside
+//! another one. Inside the runtime the agent reaches the store only through its journal, whose
+//! appends wait on Tokio's blocking pool while the writer's flusher thread writes them.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -22,7 +28,8 @@ pub(crate) fn open_store(spec: Option<&str>) -> anyhow::Result<Store> {
     crate::input::open_store(spec)
 }
 
-/// Builds the agent the flags describe, on a new or resumed session.
+/// Builds the agent the flags describe, on a new or resumed session. Blocks on the store: call
+/// it before the runtime starts, and close the agent after (see the module docs).
 pub(crate) fn build(args: &AgentArgs, observer: Arc<dyn Observer>) -> anyhow::Result<Agent> {
     let store = open_store(args.store.as_deref())?;
     let workdir = match &args.workdir {

@@ -17,16 +17,15 @@ pub(crate) fn run(prompt: &str, args: &AgentArgs, json: bool) -> anyhow::Result<
     } else {
         Arc::new(Console::default())
     };
-    let runtime = runtime()?;
-    let report = runtime.block_on(async {
-        let mut agent = build(args, observer.clone())?;
-        for event in agent.journal().writer().added_on_open() {
-            observer.event(event);
-        }
-        let id = agent.journal().id().to_owned();
-        if !json {
-            eprintln!("session {id}");
-        }
+    let mut agent = build(args, observer.clone())?;
+    for event in agent.journal().writer().added_on_open() {
+        observer.event(event);
+    }
+    let id = agent.journal().id().to_owned();
+    if !json {
+        eprintln!("session {id}");
+    }
+    let turn = runtime()?.block_on(async {
         let cancel = CancellationToken::new();
         let on_interrupt = cancel.clone();
         tokio::spawn(async move {
@@ -34,11 +33,11 @@ pub(crate) fn run(prompt: &str, args: &AgentArgs, json: bool) -> anyhow::Result<
                 on_interrupt.cancel();
             }
         });
-        let report = agent.run_turn(prompt, &cancel).await?;
-        agent.close()?;
-        anyhow::Ok((id, report))
-    })?;
-    let (id, report) = report;
+        agent.run_turn(prompt, &cancel).await
+    });
+    let closed = agent.close();
+    let report = turn?;
+    closed?;
     match report.outcome {
         TurnOutcome::Completed | TurnOutcome::MaxTokens => Ok(Status::Ok),
         TurnOutcome::Aborted => bail!("turn {} of session {id} was cancelled", report.turn),
