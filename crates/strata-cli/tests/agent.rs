@@ -1,6 +1,6 @@
 //! End-to-end tests of `strata run` and `strata chat` on the built binary: scripted offline
-//! turns, the `--json` event stream, and a SIGKILL during a tool body followed by `--resume`
-//! against a local HTTP model that records what it is told.
+//! turns, the `--json` event stream, a SIGKILL during a tool body followed by `--resume`
+//! against a local HTTP model that records what it is told, and a stdout closed mid-turn.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -345,4 +345,97 @@ fn sigkill_during_a_tool_call_then_resume_tells_the_model_the_outcome_is_unknown
     let derived = session.derive_messages();
     assert_eq!(derived.last().map(|m| m.role()), Some("assistant"));
     assert_eq!(derived.len(), 5);
+}
+
+/// A script answering with 400 KB of text in four deltas: more than a pipe holds, so the
+/// answer is still being written when the reader goes away.
+fn long_answer(dir: &Path) -> PathBuf {
+    let chunk = "x".repeat(100_000);
+    let deltas: Vec<Value> = (0..4)
+        .map(|_| serde_json::json!({"type": "text_delta", "text": chunk}))
+        .chain([serde_json::json!({"type": "finish", "reason": "stop"})])
+        .collect();
+    let script = serde_json::json!({"responses": [{"events": deltas}]});
+    write_script(dir, "long.json", &script.to_string())
+}
+
+/// Runs `command` reading one byte of its stdout and then closing it (`… | head -c 1`), with
+/// `input` on a stdin that stays open until it exits; returns its exit status and stderr.
+fn with_stdout_closed_early(
+    command: &mut Command,
+    input: &[u8],
+) -> (std::process::ExitStatus, String) {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input).unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 1];
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    drop(stdin);
+    (status, stderr)
+}
+
+/// The stored session ends with its turn closed and validates with `strata validate`.
+fn assert_closed_and_valid(db: &Path, id: &str) {
+    let log = Store::sqlite(db).unwrap().read(id).unwrap();
+    let last = log
+        .events
+        .last()
+        .and_then(|raw| raw.type_tag().map(str::to_owned));
+    assert_eq!(last.as_deref(), Some("turn/end"), "{id}");
+    let output = strata()
+        .arg("validate")
+        .arg(format!("sqlite://{}#{id}", db.display()))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+}
+
+#[test]
+fn a_closed_stdout_ends_run_and_chat_quietly_with_the_turn_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("strata.db");
+    let script = long_answer(dir.path());
+    let agent = |args: &[&str]| {
+        let mut command = strata();
+        command
+            .args(args)
+            .arg("--store")
+            .arg(&db)
+            .arg("--model-script")
+            .arg(&script)
+            .arg("--workdir")
+            .arg(dir.path());
+        command
+    };
+    for (id, json) in [("text", false), ("json", true)] {
+        let mut command = agent(&["run", "hello", "--session", id]);
+        if json {
+            command.arg("--json");
+        }
+        let (status, stderr) = with_stdout_closed_early(&mut command, b"");
+        assert_eq!(status.code(), Some(0), "{id}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{id}: {stderr}");
+        assert_closed_and_valid(&db, id);
+    }
+    // chat ends by itself: its stdin stays open, and no /quit comes.
+    let (status, stderr) =
+        with_stdout_closed_early(&mut agent(&["chat", "--session", "chat"]), b"hello\n");
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_closed_and_valid(&db, "chat");
 }

@@ -1,22 +1,23 @@
 //! `strata chat`: an interactive session. Each input line is a turn; Ctrl-C cancels the running
 //! turn (its delivered prefix is kept as an interrupted message) and ends the chat at the prompt.
+//! A closed stdout cancels the running turn and ends the chat quietly (exit 0).
 
 use std::io::Write;
 use std::sync::Arc;
 
 use strata_agent::agent::{Agent, Observer, TurnOutcome};
 use tokio::io::AsyncBufReadExt;
-use tokio_util::sync::CancellationToken;
 
-use super::agent::{build, runtime, Console};
+use super::agent::{build, note, runtime, Console, Stdout};
 use super::Status;
 use crate::cli::AgentArgs;
 
 pub(crate) fn run(args: &AgentArgs) -> anyhow::Result<Status> {
-    let console: Arc<dyn Observer> = Arc::new(Console::default());
+    let stdout = Stdout::default();
+    let console: Arc<dyn Observer> = Arc::new(Console::new(stdout.clone()));
     let mut agent = build(args, console)?;
     let closers = agent.journal().writer().added_on_open().len();
-    eprintln!(
+    note(format_args!(
         "session {} (Ctrl-C cancels a turn; Ctrl-D or /quit exits){}",
         agent.journal().id(),
         if closers > 1 {
@@ -24,20 +25,23 @@ pub(crate) fn run(args: &AgentArgs) -> anyhow::Result<Status> {
         } else {
             ""
         }
-    );
-    let chatted = runtime()?.block_on(converse(&mut agent));
+    ));
+    let chatted = runtime()?.block_on(converse(&mut agent, &stdout));
     let closed = agent.close();
     chatted?;
     closed?;
+    stdout.result()?;
     Ok(Status::Ok)
 }
 
-/// Runs a turn per input line until end of input, `/quit` or Ctrl-C at the prompt.
-async fn converse(agent: &mut Agent) -> anyhow::Result<()> {
+/// Runs a turn per input line until end of input, `/quit`, Ctrl-C at the prompt, or a closed
+/// stdout.
+async fn converse(agent: &mut Agent, stdout: &Stdout) -> anyhow::Result<()> {
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
     loop {
-        eprint!("› ");
-        let _ = std::io::stderr().flush();
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "› ").and_then(|()| err.flush());
+        drop(err);
         let line = tokio::select! {
             line = lines.next_line() => line?,
             _ = tokio::signal::ctrl_c() => None,
@@ -52,10 +56,10 @@ async fn converse(agent: &mut Agent) -> anyhow::Result<()> {
         }
         if let Some(prompt) = line.strip_prefix("/system") {
             agent.set_system_prompt(prompt.trim());
-            eprintln!("system prompt set; it applies from the next turn");
+            note("system prompt set; it applies from the next turn");
             continue;
         }
-        let cancel = CancellationToken::new();
+        let cancel = stdout.turn_cancel();
         let turn = agent.run_turn(line, &cancel);
         tokio::pin!(turn);
         let report = loop {
@@ -64,12 +68,15 @@ async fn converse(agent: &mut Agent) -> anyhow::Result<()> {
                 _ = tokio::signal::ctrl_c() => cancel.cancel(),
             }
         };
+        if stdout.closed().is_cancelled() {
+            return Ok(());
+        }
         match report.outcome {
             TurnOutcome::Completed => {}
-            TurnOutcome::MaxTokens => eprintln!("(the answer hit the token limit)"),
-            TurnOutcome::Aborted => eprintln!("(cancelled)"),
-            TurnOutcome::Failed(error) => eprintln!("error: {error}"),
-            TurnOutcome::StepLimit => eprintln!("(the turn hit the step limit)"),
+            TurnOutcome::MaxTokens => note("(the answer hit the token limit)"),
+            TurnOutcome::Aborted => note("(cancelled)"),
+            TurnOutcome::Failed(error) => note(format_args!("error: {error}")),
+            TurnOutcome::StepLimit => note("(the turn hit the step limit)"),
         }
     }
 }
