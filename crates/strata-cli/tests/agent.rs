@@ -1,6 +1,7 @@
 //! End-to-end tests of `strata run` and `strata chat` on the built binary: scripted offline
 //! turns, the `--json` event stream, a SIGKILL during a tool body followed by `--resume`
-//! against a local HTTP model that records what it is told, and a stdout closed mid-turn.
+//! against a local HTTP model that records what it is told, a stdout closed mid-turn, and
+//! Ctrl-C (SIGINT) during a stuck tool and at the chat prompt.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -438,4 +439,154 @@ fn a_closed_stdout_ends_run_and_chat_quietly_with_the_turn_closed() {
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_closed_and_valid(&db, "chat");
+}
+
+/// A script whose one tool call runs until the file `go` appears in the workspace (it never
+/// does: only a cancellation ends it), after marking that it started.
+fn stuck_tool(dir: &Path) -> PathBuf {
+    let arguments = serde_json::json!({
+        "command": "touch started && while [ ! -e go ]; do sleep 0.05; done"
+    });
+    let script = serde_json::json!({"responses": [
+        {"events": [
+            {"type": "tool_call_delta", "index": 0, "id": "call_stuck", "name": "run_command",
+             "arguments_delta": arguments.to_string()},
+            {"type": "finish", "reason": "tool_calls"}
+        ]},
+        {"events": [{"type": "text_delta", "text": "unused"}, {"type": "finish", "reason": "stop"}]}
+    ]});
+    write_script(dir, "stuck.json", &script.to_string())
+}
+
+/// Sends SIGINT (Ctrl-C) to `child`.
+fn interrupt(child: &std::process::Child) {
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -INT failed");
+}
+
+/// Waits (at most 60 s) for `file` to appear while `child` runs.
+fn wait_for_file(child: &mut std::process::Child, file: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !file.exists() {
+        assert!(Instant::now() < deadline, "the tool body never started");
+        assert!(child.try_wait().unwrap().is_none(), "strata exited early");
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The stored session's last turn ended as cancelled by the user, its tool result `ABORTED`,
+/// and the log validates.
+fn assert_cancelled_turn(db: &Path, id: &str) {
+    assert_closed_and_valid(db, id);
+    let session = Store::sqlite(db).unwrap().load(id).unwrap();
+    let events = session.events();
+    let end = events
+        .iter()
+        .rev()
+        .find(|e| e.event_type().as_str() == "turn/end");
+    assert_eq!(end.unwrap().data()["reason"]["kind"], "aborted");
+    let result = events
+        .iter()
+        .rev()
+        .find(|e| e.event_type().as_str() == "tool/result");
+    assert_eq!(result.unwrap().data()["error"]["code"], "ABORTED");
+}
+
+#[test]
+fn ctrl_c_during_a_stuck_tool_closes_the_turn_and_run_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("strata.db");
+    let mut child = strata()
+        .args(["run", "go", "--session", "stuck", "--allow-commands"])
+        .arg("--store")
+        .arg(&db)
+        .arg("--model-script")
+        .arg(stuck_tool(dir.path()))
+        .arg("--workdir")
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_file(&mut child, &dir.path().join("started"));
+    interrupt(&child);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("turn 1 of session stuck was cancelled"),
+        "{stderr}"
+    );
+    assert_cancelled_turn(&db, "stuck");
+}
+
+#[test]
+fn ctrl_c_at_the_chat_prompt_ends_the_chat_while_stdin_stays_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("strata.db");
+    let mut child = strata()
+        .args(["chat", "--session", "stuck", "--allow-commands"])
+        .arg("--store")
+        .arg(&db)
+        .arg("--model-script")
+        .arg(stuck_tool(dir.path()))
+        .arg("--workdir")
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The stdin pipe stays open and silent: the prompt's read of the next line never returns.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"go\n").unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let (sender, lines) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        for line in stderr.lines() {
+            let Ok(line) = line else { break };
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    wait_for_file(&mut child, &dir.path().join("started"));
+    // The first Ctrl-C cancels the turn...
+    interrupt(&child);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = lines
+            .recv_timeout(left)
+            .expect("chat never reported the cancel");
+        if line.contains("(cancelled)") {
+            break;
+        }
+    }
+    // ...and the next, at the prompt, ends the chat. Sent until it exits: one that arrives
+    // before the prompt listens for it is not seen.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("chat did not exit after Ctrl-C at the prompt");
+        }
+        interrupt(&child);
+        thread::sleep(Duration::from_millis(50));
+    };
+    drop(stdin);
+    assert_eq!(status.code(), Some(0));
+    assert_cancelled_turn(&db, "stuck");
 }

@@ -7,6 +7,9 @@
 //! another one. Inside the runtime the agent reaches the store only through its journal, whose
 //! appends wait on Tokio's blocking pool while the writer's flusher thread writes them.
 //!
+//! Once the turns are over and the log is closed, the runtime is stopped without waiting for
+//! its blocking threads ([`stop`]), so a stuck one cannot keep the process alive.
+//!
 //! Printing never fails a turn: a write to a closed stdout (`strata run … | head -1`) cancels
 //! the running turn, so its end is still logged, and the command then ends with that error,
 //! which `main` maps to success for a closed pipe. Notes on stderr are best effort.
@@ -304,4 +307,13 @@ pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .enable_all()
         .build()
         .context("start the async runtime")
+}
+
+/// Stops the runtime without waiting for its blocking threads; call it once the turns are over
+/// and the log is closed. Every append they made has returned by then, so what may still run
+/// there is work nobody waits for — a tool body that ignored its cancellation, the read of a
+/// stdin line nobody will type — and dropping the runtime would wait for it forever. Those
+/// threads end with the process.
+pub(crate) fn stop(runtime: tokio::runtime::Runtime) {
+    runtime.shutdown_background();
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use strata_agent::agent::{Agent, Observer, TurnOutcome};
 use tokio::io::AsyncBufReadExt;
 
-use super::agent::{build, note, runtime, Console, Stdout};
+use super::agent::{build, note, runtime, stop, Console, Stdout};
 use super::Status;
 use crate::cli::AgentArgs;
 
@@ -26,8 +26,10 @@ pub(crate) fn run(args: &AgentArgs) -> anyhow::Result<Status> {
             ""
         }
     ));
-    let chatted = runtime()?.block_on(converse(&mut agent, &stdout));
+    let runtime = runtime()?;
+    let chatted = runtime.block_on(converse(&mut agent, &stdout));
     let closed = agent.close();
+    stop(runtime);
     chatted?;
     closed?;
     stdout.result()?;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::bail;
 use strata_agent::agent::{Observer, TurnOutcome};
 
-use super::agent::{build, note, runtime, Console, JsonLines, Stdout};
+use super::agent::{build, note, runtime, stop, Console, JsonLines, Stdout};
 use super::Status;
 use crate::cli::AgentArgs;
 
@@ -26,12 +26,13 @@ pub(crate) fn run(prompt: &str, args: &AgentArgs, json: bool) -> anyhow::Result<
     if !json {
         note(format_args!("session {id}"));
     }
+    let runtime = runtime()?;
     let turn = if stdout.closed().is_cancelled() {
         // stdout closed while the closers were printed: nobody reads the turn, so none starts.
         None
     } else {
         let cancel = stdout.turn_cancel();
-        Some(runtime()?.block_on(async {
+        Some(runtime.block_on(async {
             let on_interrupt = cancel.clone();
             tokio::spawn(async move {
                 if tokio::signal::ctrl_c().await.is_ok() {
@@ -42,6 +43,7 @@ pub(crate) fn run(prompt: &str, args: &AgentArgs, json: bool) -> anyhow::Result<
         }))
     };
     let closed = agent.close();
+    stop(runtime);
     let report = turn.transpose()?;
     closed?;
     // A closed stdout cancels the turn; it, not the cancellation, is how the command ended.
