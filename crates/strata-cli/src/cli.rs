@@ -348,7 +348,8 @@ impl Command {
 /// The `--store` flag of the store commands.
 #[derive(Debug, Args, Clone)]
 pub struct StoreArg {
-    /// The store: a SQLite file, `jsonl:DIR`, `jsonl-zstd:DIR` or a `postgres://` address
+    /// The store: a SQLite file, `jsonl:DIR`, `jsonl-zstd:DIR` or a `postgres://` address, whose
+    /// schema is `?schema=NAME`, else the first of a search_path in `options`, else `strata`
     /// (default: $STRATA_STORE, else $STRATA_DATABASE_URL, else the embedded SQLite store under
     /// $STRATA_HOME or ~/.local/share/strata).
     #[arg(long, value_name = "STORE")]
@@ -374,8 +375,9 @@ pub struct AgentArgs {
     #[arg(long)]
     pub resume: bool,
     /// Where sessions live: a SQLite file, `jsonl:DIR`, `jsonl-zstd:DIR` or a `postgres://`
-    /// address (default: $STRATA_STORE, else $STRATA_DATABASE_URL, else the embedded SQLite store
-    /// under $STRATA_HOME or ~/.local/share/strata).
+    /// address, whose schema is `?schema=NAME`, else the first of a search_path in `options`,
+    /// else `strata` (default: $STRATA_STORE, else $STRATA_DATABASE_URL, else the embedded SQLite
+    /// store under $STRATA_HOME or ~/.local/share/strata).
     #[arg(long, value_name = "PATH")]
     pub store: Option<String>,
     /// Replay this scripted-model JSON file instead of calling the API (offline runs).

@@ -1,6 +1,7 @@
 //! End-to-end tests of `strata run` and `strata chat` on the built binary: scripted offline
-//! turns, the `--json` event stream, and a SIGKILL during a tool body followed by `--resume`
-//! against a local HTTP model that records what it is told.
+//! turns, the `--json` event stream, a SIGKILL during a tool body followed by `--resume`
+//! against a local HTTP model that records what it is told, a stdout closed mid-turn, and
+//! Ctrl-C (SIGINT) during a stuck tool and at the chat prompt.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -345,4 +346,247 @@ fn sigkill_during_a_tool_call_then_resume_tells_the_model_the_outcome_is_unknown
     let derived = session.derive_messages();
     assert_eq!(derived.last().map(|m| m.role()), Some("assistant"));
     assert_eq!(derived.len(), 5);
+}
+
+/// A script answering with 400 KB of text in four deltas: more than a pipe holds, so the
+/// answer is still being written when the reader goes away.
+fn long_answer(dir: &Path) -> PathBuf {
+    let chunk = "x".repeat(100_000);
+    let deltas: Vec<Value> = (0..4)
+        .map(|_| serde_json::json!({"type": "text_delta", "text": chunk}))
+        .chain([serde_json::json!({"type": "finish", "reason": "stop"})])
+        .collect();
+    let script = serde_json::json!({"responses": [{"events": deltas}]});
+    write_script(dir, "long.json", &script.to_string())
+}
+
+/// Runs `command` reading one byte of its stdout and then closing it (`… | head -c 1`), with
+/// `input` on a stdin that stays open until it exits; returns its exit status and stderr.
+fn with_stdout_closed_early(
+    command: &mut Command,
+    input: &[u8],
+) -> (std::process::ExitStatus, String) {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input).unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 1];
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    drop(stdin);
+    (status, stderr)
+}
+
+/// The stored session ends with its turn closed and validates with `strata validate`.
+fn assert_closed_and_valid(db: &Path, id: &str) {
+    let log = Store::sqlite(db).unwrap().read(id).unwrap();
+    let last = log
+        .events
+        .last()
+        .and_then(|raw| raw.type_tag().map(str::to_owned));
+    assert_eq!(last.as_deref(), Some("turn/end"), "{id}");
+    let output = strata()
+        .arg("validate")
+        .arg(format!("sqlite://{}#{id}", db.display()))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+}
+
+#[test]
+fn a_closed_stdout_ends_run_and_chat_quietly_with_the_turn_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("strata.db");
+    let script = long_answer(dir.path());
+    let agent = |args: &[&str]| {
+        let mut command = strata();
+        command
+            .args(args)
+            .arg("--store")
+            .arg(&db)
+            .arg("--model-script")
+            .arg(&script)
+            .arg("--workdir")
+            .arg(dir.path());
+        command
+    };
+    for (id, json) in [("text", false), ("json", true)] {
+        let mut command = agent(&["run", "hello", "--session", id]);
+        if json {
+            command.arg("--json");
+        }
+        let (status, stderr) = with_stdout_closed_early(&mut command, b"");
+        assert_eq!(status.code(), Some(0), "{id}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{id}: {stderr}");
+        assert_closed_and_valid(&db, id);
+    }
+    // chat ends by itself: its stdin stays open, and no /quit comes.
+    let (status, stderr) =
+        with_stdout_closed_early(&mut agent(&["chat", "--session", "chat"]), b"hello\n");
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_closed_and_valid(&db, "chat");
+}
+
+/// A script whose one tool call runs until the file `go` appears in the workspace (it never
+/// does: only a cancellation ends it), after marking that it started.
+fn stuck_tool(dir: &Path) -> PathBuf {
+    let arguments = serde_json::json!({
+        "command": "touch started && while [ ! -e go ]; do sleep 0.05; done"
+    });
+    let script = serde_json::json!({"responses": [
+        {"events": [
+            {"type": "tool_call_delta", "index": 0, "id": "call_stuck", "name": "run_command",
+             "arguments_delta": arguments.to_string()},
+            {"type": "finish", "reason": "tool_calls"}
+        ]},
+        {"events": [{"type": "text_delta", "text": "unused"}, {"type": "finish", "reason": "stop"}]}
+    ]});
+    write_script(dir, "stuck.json", &script.to_string())
+}
+
+/// Sends SIGINT (Ctrl-C) to `child`.
+fn interrupt(child: &std::process::Child) {
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -INT failed");
+}
+
+/// Waits (at most 60 s) for `file` to appear while `child` runs.
+fn wait_for_file(child: &mut std::process::Child, file: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !file.exists() {
+        assert!(Instant::now() < deadline, "the tool body never started");
+        assert!(child.try_wait().unwrap().is_none(), "strata exited early");
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The stored session's last turn ended as cancelled by the user, its tool result `ABORTED`,
+/// and the log validates.
+fn assert_cancelled_turn(db: &Path, id: &str) {
+    assert_closed_and_valid(db, id);
+    let session = Store::sqlite(db).unwrap().load(id).unwrap();
+    let events = session.events();
+    let end = events
+        .iter()
+        .rev()
+        .find(|e| e.event_type().as_str() == "turn/end");
+    assert_eq!(end.unwrap().data()["reason"]["kind"], "aborted");
+    let result = events
+        .iter()
+        .rev()
+        .find(|e| e.event_type().as_str() == "tool/result");
+    assert_eq!(result.unwrap().data()["error"]["code"], "ABORTED");
+}
+
+#[test]
+fn ctrl_c_during_a_stuck_tool_closes_the_turn_and_run_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("strata.db");
+    let mut child = strata()
+        .args(["run", "go", "--session", "stuck", "--allow-commands"])
+        .arg("--store")
+        .arg(&db)
+        .arg("--model-script")
+        .arg(stuck_tool(dir.path()))
+        .arg("--workdir")
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_file(&mut child, &dir.path().join("started"));
+    interrupt(&child);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("turn 1 of session stuck was cancelled"),
+        "{stderr}"
+    );
+    assert_cancelled_turn(&db, "stuck");
+}
+
+#[test]
+fn ctrl_c_at_the_chat_prompt_ends_the_chat_while_stdin_stays_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("strata.db");
+    let mut child = strata()
+        .args(["chat", "--session", "stuck", "--allow-commands"])
+        .arg("--store")
+        .arg(&db)
+        .arg("--model-script")
+        .arg(stuck_tool(dir.path()))
+        .arg("--workdir")
+        .arg(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The stdin pipe stays open and silent: the prompt's read of the next line never returns.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"go\n").unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let (sender, lines) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        for line in stderr.lines() {
+            let Ok(line) = line else { break };
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    wait_for_file(&mut child, &dir.path().join("started"));
+    // The first Ctrl-C cancels the turn...
+    interrupt(&child);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = lines
+            .recv_timeout(left)
+            .expect("chat never reported the cancel");
+        if line.contains("(cancelled)") {
+            break;
+        }
+    }
+    // ...and the next, at the prompt, ends the chat. Sent until it exits: one that arrives
+    // before the prompt listens for it is not seen.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("chat did not exit after Ctrl-C at the prompt");
+        }
+        interrupt(&child);
+        thread::sleep(Duration::from_millis(50));
+    };
+    drop(stdin);
+    assert_eq!(status.code(), Some(0));
+    assert_cancelled_turn(&db, "stuck");
 }

@@ -71,6 +71,7 @@
 //! session is named (and at least every poll interval, so a lost notification only delays).
 
 mod follow;
+mod options;
 mod pool;
 mod resume;
 mod row;
@@ -103,7 +104,7 @@ use pool::Pool;
 use row::{copy_rows, decode_row, Columns, COPY_TYPES};
 use schema::Sql;
 
-/// The schema a store address without `?schema=` uses.
+/// The schema a store address without `?schema=` or a `search_path` in its `options` uses.
 pub const DEFAULT_SCHEMA: &str = "strata";
 
 /// Rows per page of a streamed read: per-query costs vanish, and a page stays a bounded buffer.
@@ -113,7 +114,10 @@ const PAGE_ROWS: i64 = 1024;
 ///
 /// Built from an address: `postgres://user[:password]@host[:port]/database[?param=value…]`
 /// (`postgresql://` too), with every libpq-style parameter the driver knows plus strata's own
-/// `schema=NAME` (ASCII letters, digits and `_`, at most 63 bytes; default `strata`).
+/// `schema=NAME` (ASCII letters, digits and `_`, at most 63 bytes; default `strata`). A
+/// `search_path` set in `options` (`options=-csearch_path%3DNAME`, or `--search_path%3DNAME`)
+/// names the schema too, its first entry as PostgreSQL reads it (unquoted names fold to lower
+/// case); one that names no fixed schema (`$user`), or another than `schema=`, is refused.
 #[derive(Clone)]
 pub struct PostgresConfig {
     pg: postgres::Config,
@@ -144,11 +148,11 @@ impl PostgresConfig {
             ));
         }
         let (base, query) = url.split_once('?').unwrap_or((url, ""));
-        let mut schema = DEFAULT_SCHEMA.to_owned();
+        let mut named = None;
         let mut kept = Vec::new();
         for param in query.split('&').filter(|param| !param.is_empty()) {
             match param.split_once('=') {
-                Some(("schema", name)) => schema = name.to_owned(),
+                Some(("schema", name)) => named = Some(name.to_owned()),
                 _ => kept.push(param),
             }
         }
@@ -159,10 +163,34 @@ impl PostgresConfig {
         };
         let pg = postgres::Config::from_str(&driver_url)
             .map_err(|error| bad(crate::error::error_chain(&error)))?;
+        // The options still go to the server and set the connection's search_path. strata's
+        // statements name their schema, so they would ignore the path: the schema follows it.
+        let on_path = match pg.get_options() {
+            Some(options) => options::search_path_schema(options).map_err(bad)?,
+            None => None,
+        };
+        let schema = match (named, on_path) {
+            (Some(named), Some(on_path)) if named != on_path => {
+                return Err(bad(format!(
+                    "schema={named} and the search_path in options (first schema {on_path:?}) \
+                     name different schemas; give one"
+                )))
+            }
+            (None, Some(on_path)) if !valid_schema_name(&on_path) => {
+                return Err(bad(format!(
+                    "the search_path in options names schema {on_path:?} first, which strata \
+                     cannot use: {SCHEMA_NAME_RULE}"
+                )))
+            }
+            (Some(schema), _) | (None, Some(schema)) => schema,
+            (None, None) => DEFAULT_SCHEMA.to_owned(),
+        };
         PostgresConfig::new(pg, &schema)
     }
 
-    /// A configuration from a driver configuration and a schema name.
+    /// A configuration from a driver configuration and a schema name, used as given: a
+    /// `search_path` in `pg`'s options only reaches the server (an address's is read by
+    /// [`PostgresConfig::from_url`]).
     pub fn new(mut pg: postgres::Config, schema: &str) -> Result<PostgresConfig, StoreError> {
         if pg.get_application_name().is_none() {
             pg.application_name(&application_name());
@@ -220,23 +248,28 @@ impl PostgresConfig {
     }
 
     fn set_schema(&mut self, schema: &str) -> Result<(), StoreError> {
-        let valid = !schema.is_empty()
-            && schema.len() <= 63
-            && schema
-                .bytes()
-                .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_');
-        if !valid {
+        if !valid_schema_name(schema) {
             return Err(StoreError::PostgresUrl {
                 url: describe(&self.pg, schema),
-                detail: format!(
-                    "schema name {schema:?} must be 1 to 63 ASCII letters, digits or underscores"
-                ),
+                detail: format!("schema name {schema:?} {SCHEMA_NAME_RULE}"),
             });
         }
         self.schema = schema.to_owned();
         self.store = describe(&self.pg, schema);
         Ok(())
     }
+}
+
+/// What [`valid_schema_name`] checks, for messages.
+const SCHEMA_NAME_RULE: &str = "must be 1 to 63 ASCII letters, digits or underscores";
+
+/// Whether strata can keep its tables in schema `name` (see [`SCHEMA_NAME_RULE`]).
+fn valid_schema_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_')
 }
 
 impl std::fmt::Debug for PostgresConfig {

@@ -174,7 +174,9 @@ impl Agent {
         self.config.system_prompt = prompt.into();
     }
 
-    /// Flushes and closes the session writer.
+    /// Flushes and closes the session writer. Blocks until the writer's flusher has stopped, as
+    /// the store calls that open the writer do: call it off the async executor (the CLI closes
+    /// the agent after its runtime's turns are over).
     pub fn close(self) -> Result<(), AgentError> {
         self.journal.close()
     }

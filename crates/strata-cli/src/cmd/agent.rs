@@ -1,7 +1,21 @@
 //! What `chat` and `run` share: resolving the store, the session, the model and the tools from
 //! the flags into an [`Agent`], and printing what the agent does.
+//!
+//! The store is opened, and the session writer created, resumed and closed, on the command's
+//! own thread, never inside the runtime the turns run on: store calls block, and a blocking
+//! client that drives an async runtime of its own (PostgreSQL's) refuses to start inside
+//! another one. Inside the runtime the agent reaches the store only through its journal, whose
+//! appends wait on Tokio's blocking pool while the writer's flusher thread writes them.
+//!
+//! Once the turns are over and the log is closed, the runtime is stopped without waiting for
+//! its blocking threads ([`stop`]), so a stuck one cannot keep the process alive.
+//!
+//! Printing never fails a turn: a write to a closed stdout (`strata run … | head -1`) cancels
+//! the running turn, so its end is still logged, and the command then ends with that error,
+//! which `main` maps to success for a closed pipe. Notes on stderr are best effort.
 
-use std::io::Write;
+use std::fmt::Display;
+use std::io::{self, Write};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context};
@@ -13,6 +27,7 @@ use strata_agent::tools::{ToolSet, ToolsConfig, Workspace};
 use strata_compact::{CompactionConfig, Compactor, Pruner, PrunerConfig};
 use strata_core::{Event, EventType, HeaderSpec, SessionHeader};
 use strata_store::Store;
+use tokio_util::sync::CancellationToken;
 
 use crate::cli::AgentArgs;
 
@@ -22,7 +37,8 @@ pub(crate) fn open_store(spec: Option<&str>) -> anyhow::Result<Store> {
     crate::input::open_store(spec)
 }
 
-/// Builds the agent the flags describe, on a new or resumed session.
+/// Builds the agent the flags describe, on a new or resumed session. Blocks on the store: call
+/// it before the runtime starts, and close the agent after (see the module docs).
 pub(crate) fn build(args: &AgentArgs, observer: Arc<dyn Observer>) -> anyhow::Result<Agent> {
     let store = open_store(args.store.as_deref())?;
     let workdir = match &args.workdir {
@@ -118,25 +134,97 @@ fn resume(store: &Store, id: &str) -> anyhow::Result<strata_store::SessionWriter
     Ok(writer)
 }
 
+/// Standard output as the agent's observers write it. The first write that fails (a closed
+/// pipe, a full disk) is kept and cancels [`Stdout::closed`], which every turn's cancellation
+/// descends from; nothing more is written after it.
+#[derive(Clone, Default)]
+pub(crate) struct Stdout {
+    closed: CancellationToken,
+    error: Arc<Mutex<Option<io::Error>>>,
+}
+
+impl Stdout {
+    /// Cancelled once a write to stdout failed.
+    pub(crate) fn closed(&self) -> &CancellationToken {
+        &self.closed
+    }
+
+    /// A cancellation for one turn: cancelled when stdout fails, or through the returned token.
+    pub(crate) fn turn_cancel(&self) -> CancellationToken {
+        self.closed.child_token()
+    }
+
+    /// The write error that closed stdout, as the command's error (`main` treats a closed pipe
+    /// as success).
+    pub(crate) fn result(&self) -> anyhow::Result<()> {
+        let error = self
+            .error
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .take();
+        match error {
+            Some(error) => Err(anyhow::Error::new(error).context("write to stdout")),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes and flushes `bytes`, unless an earlier write failed.
+    fn write(&self, bytes: &[u8]) {
+        if self.closed.is_cancelled() {
+            return;
+        }
+        let mut out = io::stdout().lock();
+        if let Err(error) = out.write_all(bytes).and_then(|()| out.flush()) {
+            let mut slot = self
+                .error
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner());
+            slot.get_or_insert(error);
+            self.closed.cancel();
+        }
+    }
+}
+
+/// Writes one line to stderr, ignoring failure: notes for people must not end a turn.
+pub(crate) fn note(text: impl Display) {
+    let _ = writeln!(io::stderr().lock(), "{text}");
+}
+
 /// Prints one JSON object per appended event (`strata run --json`).
-pub(crate) struct JsonLines;
+pub(crate) struct JsonLines {
+    stdout: Stdout,
+}
+
+impl JsonLines {
+    pub(crate) fn new(stdout: Stdout) -> JsonLines {
+        JsonLines { stdout }
+    }
+}
 
 impl Observer for JsonLines {
     fn event(&self, event: &Arc<Event>) {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{}", event.to_json());
+        let mut line = event.to_json();
+        line.push('\n');
+        self.stdout.write(line.as_bytes());
     }
 }
 
 /// Prints for people: answer text on stdout as it streams; reasoning, tool calls, results and
 /// warnings on stderr.
-#[derive(Default)]
 pub(crate) struct Console {
+    stdout: Stdout,
     /// Whether stdout (answer text) and stderr (reasoning) are in the middle of a line.
     open: Mutex<(bool, bool)>,
 }
 
 impl Console {
+    pub(crate) fn new(stdout: Stdout) -> Console {
+        Console {
+            stdout,
+            open: Mutex::new((false, false)),
+        }
+    }
+
     fn open(&self) -> std::sync::MutexGuard<'_, (bool, bool)> {
         self.open
             .lock()
@@ -147,10 +235,10 @@ impl Console {
     fn end_lines(&self) {
         let mut open = self.open();
         if open.0 {
-            println!();
+            self.stdout.write(b"\n");
         }
         if open.1 {
-            eprintln!();
+            note("");
         }
         *open = (false, false);
     }
@@ -162,17 +250,14 @@ impl Observer for Console {
         match event {
             StreamEvent::TextDelta { text } => {
                 if open.1 {
-                    eprintln!();
+                    note("");
                     open.1 = false;
                 }
-                let mut out = std::io::stdout().lock();
-                let _ = out.write_all(text.as_bytes());
-                let _ = out.flush();
+                self.stdout.write(text.as_bytes());
                 open.0 = true;
             }
             StreamEvent::ReasoningDelta { text } => {
-                let mut err = std::io::stderr().lock();
-                let _ = err.write_all(text.as_bytes());
+                let _ = io::stderr().lock().write_all(text.as_bytes());
                 open.1 = true;
             }
             _ => {}
@@ -185,21 +270,25 @@ impl Observer for Console {
             EventType::AssistantMessage | EventType::AssistantAttempt => self.end_lines(),
             EventType::ToolCall => {
                 self.end_lines();
-                eprintln!(
+                note(format_args!(
                     "→ {} {}",
                     data["name"].as_str().unwrap_or(""),
                     data["arguments"].as_str().unwrap_or("")
-                );
+                ));
             }
             EventType::ToolResult => {
                 let block = &data["message"]["content"][0];
                 let text = block["content"][0]["text"].as_str().unwrap_or("");
                 let first = text.lines().next().unwrap_or("");
                 match data.get("error") {
-                    Some(error) => {
-                        eprintln!("← {} {first}", error["code"].as_str().unwrap_or("error"))
-                    }
-                    None => eprintln!("← ok ({} lines) {first}", text.lines().count()),
+                    Some(error) => note(format_args!(
+                        "← {} {first}",
+                        error["code"].as_str().unwrap_or("error")
+                    )),
+                    None => note(format_args!(
+                        "← ok ({} lines) {first}",
+                        text.lines().count()
+                    )),
                 }
             }
             _ => {}
@@ -208,7 +297,7 @@ impl Observer for Console {
 
     fn warning(&self, message: &str) {
         self.end_lines();
-        eprintln!("warning: {message}");
+        note(format_args!("warning: {message}"));
     }
 }
 
@@ -218,4 +307,13 @@ pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .enable_all()
         .build()
         .context("start the async runtime")
+}
+
+/// Stops the runtime without waiting for its blocking threads; call it once the turns are over
+/// and the log is closed. Every append they made has returned by then, so what may still run
+/// there is work nobody waits for — a tool body that ignored its cancellation, the read of a
+/// stdin line nobody will type — and dropping the runtime would wait for it forever. Those
+/// threads end with the process.
+pub(crate) fn stop(runtime: tokio::runtime::Runtime) {
+    runtime.shutdown_background();
 }

@@ -1,19 +1,22 @@
 //! PostgreSQL from the command line (issue 8): `--store postgres://…` and
 //! `$STRATA_DATABASE_URL` wherever a store is taken, `postgres://…#ID` references, `strata tail`
 //! following a session that another process appends to, and `strata convert` between every
-//! kind of store in both directions, byte-identical at the end.
+//! kind of store in both directions, byte-identical at the end. The agent on PostgreSQL (issue
+//! 22): `strata run`, `chat` and `--resume` on a shared store, and two hosts racing on one
+//! session.
 //!
 //! The server comes from the store crate's harness (`pg`): skipped, after its loud notice, when
 //! there is none and none is required.
 
 use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use strata_core::{HeaderSpec, SessionHeader};
 use strata_store::synth::turn_candidates;
-use strata_store::{PostgresBackend, SessionWriter, Store};
+use strata_store::{PostgresBackend, PostgresConfig, SessionWriter, Store};
 
 use super::*;
 use crate::pg;
@@ -285,4 +288,321 @@ fn convert_moves_sessions_between_every_kind_of_store_byte_identically() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("no such store or file"));
+}
+
+/// A model script answering each request with one text, in order.
+fn answers(dir: &Path, name: &str, texts: &[&str]) -> PathBuf {
+    let responses: Vec<Value> = texts
+        .iter()
+        .map(|text| {
+            serde_json::json!({"events": [
+                {"type": "text_delta", "text": text},
+                {"type": "finish", "reason": "stop"}
+            ]})
+        })
+        .collect();
+    let path = dir.join(name);
+    let script = serde_json::json!({ "responses": responses });
+    std::fs::write(&path, script.to_string()).expect("write the script");
+    path
+}
+
+/// A model script that runs one command, then answers `done`.
+fn command_then_answer(dir: &Path, command: &str) -> PathBuf {
+    let arguments = serde_json::json!({ "command": command }).to_string();
+    let script = serde_json::json!({"responses": [
+        {"events": [
+            {"type": "tool_call_delta", "index": 0, "id": "call_gate", "name": "run_command",
+             "arguments_delta": arguments},
+            {"type": "finish", "reason": "tool_calls"}
+        ]},
+        {"events": [
+            {"type": "text_delta", "text": "done"},
+            {"type": "finish", "reason": "stop"}
+        ]}
+    ]});
+    let path = dir.join("gate.json");
+    std::fs::write(&path, script.to_string()).expect("write the script");
+    path
+}
+
+/// `strata run|chat` on the store at `url`, with `home` as the workspace.
+fn agent(home: &tempfile::TempDir, url: &str, script: &Path, args: &[&str]) -> Command {
+    let mut command = isolated(home);
+    command
+        .args(args)
+        .args(["--store", url])
+        .arg("--model-script")
+        .arg(script)
+        .arg("--workdir")
+        .arg(home.path());
+    command
+}
+
+fn json_events(stdout: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("one JSON event per line"))
+        .collect()
+}
+
+fn event_types(events: &[Value]) -> Vec<&str> {
+    events
+        .iter()
+        .filter_map(|event| event["type"].as_str())
+        .collect()
+}
+
+/// Asserts that the stored session `id` holds, at their seqs, exactly the events a command
+/// printed with `--json` (what it acknowledged).
+fn assert_stored(store: &Store, id: &str, printed: &[Value]) {
+    let stored = store.load(id).expect("the stored log validates");
+    for event in printed {
+        let seq = event["seq"].as_u64().expect("seq") as usize;
+        assert_eq!(
+            stored.events()[seq].to_json(),
+            event.to_string(),
+            "seq {seq}"
+        );
+    }
+}
+
+#[test]
+fn agent_runs_chats_and_resumes_on_postgres() {
+    let Some(schema) = pg::schema("cli_agent") else {
+        return;
+    };
+    let url = schema.store_url();
+    let home = tempfile::tempdir().expect("temp dir");
+    let first = answers(home.path(), "first.json", &["first answer"]);
+    let output = agent(
+        &home,
+        &url,
+        &first,
+        &["run", "hello", "--session", "pg", "--json"],
+    )
+    .output()
+    .expect("run");
+    assert!(output.status.success(), "{output:?}");
+    let printed = json_events(&output.stdout);
+    assert_eq!(event_types(&printed).first(), Some(&"turn/start"));
+    assert_eq!(event_types(&printed).last(), Some(&"turn/end"));
+    let store = Store::new(PostgresBackend::connect(&url).expect("open the store"));
+    assert_stored(&store, "pg", &printed);
+    let n_first = printed.len();
+
+    // --resume alone continues the latest session; the closed log gets only the end-seed
+    // marker, no closers.
+    let second = answers(home.path(), "second.json", &["second answer"]);
+    let output = agent(
+        &home,
+        &url,
+        &second,
+        &["run", "again", "--resume", "--json"],
+    )
+    .output()
+    .expect("run --resume");
+    assert!(output.status.success(), "{output:?}");
+    let printed = json_events(&output.stdout);
+    assert_eq!(
+        event_types(&printed)[..2],
+        ["session/end-seed", "turn/start"]
+    );
+    assert_eq!(printed[0]["seq"].as_u64(), Some(n_first as u64));
+    assert_stored(&store, "pg", &printed);
+
+    // chat --session ID --resume, a turn per stdin line.
+    let chat = answers(home.path(), "chat.json", &["third answer", "fourth answer"]);
+    agent(&home, &url, &chat, &["chat", "--session", "pg", "--resume"])
+        .write_stdin("three\nfour\n/quit\n")
+        .assert()
+        .success()
+        .stdout("third answer\nfourth answer\n");
+    // A new chat session on the same store.
+    let fresh = answers(home.path(), "fresh.json", &["fresh answer"]);
+    agent(&home, &url, &fresh, &["chat", "--session", "pg-chat"])
+        .write_stdin("hi\n")
+        .assert()
+        .success()
+        .stdout("fresh answer\n");
+
+    let session = store.load("pg").expect("load");
+    let texts: Vec<(String, String)> = session
+        .derive_messages()
+        .iter()
+        .map(|message| {
+            let text = message.value()["content"][0]["text"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned();
+            (message.role().to_owned(), text)
+        })
+        .collect();
+    let expected = [
+        ("user", "hello"),
+        ("assistant", "first answer"),
+        ("user", "again"),
+        ("assistant", "second answer"),
+        ("user", "three"),
+        ("assistant", "third answer"),
+        ("user", "four"),
+        ("assistant", "fourth answer"),
+    ];
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(role, text)| ((*role).to_owned(), (*text).to_owned()))
+        .collect();
+    assert_eq!(texts, expected);
+    for id in ["pg", "pg-chat"] {
+        isolated(&home)
+            .args(["validate", &format!("{url}#{id}")])
+            .assert()
+            .success();
+    }
+}
+
+/// A `strata run --json` that runs `command` as its tool, its printed lines read on a thread.
+struct Host {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Host {
+    fn spawn(home: &tempfile::TempDir, url: &str, id: &str, command: &str) -> Host {
+        let script = command_then_answer(home.path(), command);
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+            .args(["run", "go", "--json", "--allow-commands", "--session", id])
+            .args(["--store", url])
+            .arg("--model-script")
+            .arg(&script)
+            .arg("--workdir")
+            .arg(home.path())
+            .env("STRATA_HOME", home.path())
+            .env_remove("STRATA_STORE")
+            .env_remove("STRATA_DATABASE_URL")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn strata run");
+        let stdout = child.stdout.take().expect("stdout");
+        let (sender, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Host { child, lines }
+    }
+
+    /// Waits (at most 60 s) for `file` to appear, as the host's tool creates it.
+    fn wait_for(&mut self, file: &Path) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !file.exists() {
+            assert!(Instant::now() < deadline, "the tool body never started");
+            assert!(
+                self.child.try_wait().expect("try_wait").is_none(),
+                "strata exited early"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Waits for the host to exit: its status, stderr and the events it printed.
+    fn finish(mut self) -> (std::process::ExitStatus, String, Vec<Value>) {
+        let mut stderr = String::new();
+        if let Some(mut pipe) = self.child.stderr.take() {
+            std::io::Read::read_to_string(&mut pipe, &mut stderr).expect("read stderr");
+        }
+        let status = self.child.wait().expect("wait");
+        let printed: Vec<Value> = self
+            .lines
+            .iter()
+            .map(|line| serde_json::from_str(&line).expect("one JSON event per line"))
+            .collect();
+        (status, stderr, printed)
+    }
+}
+
+const GATED: &str = "touch started && while [ ! -e go ]; do sleep 0.05; done";
+
+#[test]
+fn a_second_host_resuming_a_session_in_use_is_refused_and_the_first_keeps_writing() {
+    let Some(schema) = pg::schema("cli_agent_lock") else {
+        return;
+    };
+    let url = schema.store_url();
+    let home = tempfile::tempdir().expect("temp dir");
+    let mut first = Host::spawn(&home, &url, "shared", GATED);
+    first.wait_for(&home.path().join("started"));
+    // The second host finds the session open for writing, names the writer, writes nothing.
+    let script = answers(home.path(), "second.json", &["never sent"]);
+    let output = agent(
+        &home,
+        &url,
+        &script,
+        &["run", "me too", "--session", "shared", "--resume", "--json"],
+    )
+    .output()
+    .expect("run");
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let holder = format!(
+        "session shared is open for writing by pid {}",
+        first.child.id()
+    );
+    assert!(stderr.contains(&holder), "{stderr}");
+    assert!(output.stdout.is_empty());
+    std::fs::write(home.path().join("go"), "").expect("open the gate");
+    let (status, stderr, printed) = first.finish();
+    assert!(status.success(), "{stderr}");
+    assert_eq!(event_types(&printed).last(), Some(&"turn/end"));
+    let store = Store::new(PostgresBackend::connect(&url).expect("open the store"));
+    assert_stored(&store, "shared", &printed);
+    assert_eq!(
+        store.read("shared").expect("read").events.len(),
+        printed.len()
+    );
+}
+
+#[test]
+fn a_host_that_lost_the_race_on_a_session_gets_a_conflict_and_nothing_acknowledged_is_lost() {
+    let Some(schema) = pg::schema("cli_agent_race") else {
+        return;
+    };
+    let url = schema.store_url();
+    let home = tempfile::tempdir().expect("temp dir");
+    let mut loser = Host::spawn(&home, &url, "raced", GATED);
+    loser.wait_for(&home.path().join("started"));
+    // Another host, not asking for the writer lock, takes over the session while the first
+    // runs its tool: its open closes the open turn, and it appends a turn of its own.
+    let config = PostgresConfig::from_url(&url)
+        .expect("address")
+        .writer_lock(false);
+    let other = Store::new(PostgresBackend::open(config).expect("open the store"));
+    let writer = other.open_write("raced").expect("open for writing");
+    let n_taken = writer.with_session(|session| session.len());
+    append_turn(&writer);
+    let n_other = writer.with_session(|session| session.len());
+    writer.close().expect("close");
+    std::fs::write(home.path().join("go"), "").expect("open the gate");
+    // The first host's next append (its tool's result) loses: a conflict naming both seqs.
+    let (status, stderr, printed) = loser.finish();
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    let conflict = format!(
+        "stale writer for session \"raced\": it appends at seq {}, but the store's next seq is {n_other}",
+        printed.len()
+    );
+    assert!(stderr.contains(&conflict), "{stderr}");
+    assert_eq!(event_types(&printed).last(), Some(&"tool/call"));
+    // Everything either host acknowledged is stored, and the log validates.
+    assert_stored(&other, "raced", &printed);
+    assert_eq!(other.read("raced").expect("read").events.len(), n_other);
+    assert!(n_taken > printed.len(), "the takeover closed the turn");
+    isolated(&home)
+        .args(["validate", &format!("{url}#raced")])
+        .assert()
+        .success();
 }

@@ -50,6 +50,72 @@ fn bad_addresses_are_refused_without_echoing_the_password() {
     assert_eq!(redact("postgres://host/db"), "postgres://host/db");
 }
 
+// Issue 22: a search_path given in the address's libpq options was ignored for `strata`.
+#[test]
+fn a_search_path_in_the_options_names_the_schema() {
+    let base = "postgres://u:pw@h/db";
+    for (query, schema) in [
+        ("options=-csearch_path=team_b", "team_b"),
+        ("options=--search_path%3Dteam_b", "team_b"),
+        ("options=--search-path%3Dteam_b", "team_b"),
+        ("options=-c%20SEARCH_PATH%3DTeam_B,public", "team_b"),
+        ("options=-c%20search_path%3D%22Team_B%22,public", "Team_B"),
+        // A backslash keeps a space in its word.
+        (
+            "options=-c%20search_path%3D%22Team_B%22,%5C%20public",
+            "Team_B",
+        ),
+        ("options=-csearch_path%3Da%20-c%20search_path%3Db", "b"),
+        ("schema=team_b&options=-csearch_path%3Dteam_b", "team_b"),
+        ("options=-c%20geqo%3Doff", DEFAULT_SCHEMA),
+    ] {
+        let config = PostgresConfig::from_url(&format!("{base}?{query}")).unwrap();
+        assert_eq!(config.schema_name(), schema, "{query}");
+        assert!(config.describe().ends_with(&format!("?schema={schema}")));
+    }
+    // The options still reach the server as given.
+    let config = PostgresConfig::from_url(&format!(
+        "{base}?options=-c%20geqo%3Doff%20-csearch_path%3Dx"
+    ))
+    .unwrap();
+    assert_eq!(config.pg.get_options(), Some("-c geqo=off -csearch_path=x"));
+}
+
+#[test]
+fn a_search_path_naming_no_usable_schema_is_refused_naming_the_option() {
+    let base = "postgres://u:pw@h/db";
+    for (query, expected) in [
+        (
+            "options=-csearch_path%3D%24user,public",
+            "options sets search_path=$user,public, whose first schema \"$user\" names no fixed schema",
+        ),
+        (
+            "options=-csearch_path%3D%22%24user%22",
+            "names no fixed schema",
+        ),
+        ("options=-csearch_path%3D", "options sets search_path=, which names no schema"),
+        ("options=-csearch_path%3Da,", "search_path=a,, which ends in a comma"),
+        // Unescaped, the space ends the word: the server would read `search_path=a,` too.
+        ("options=-csearch_path%3Da,%20b", "search_path=a,, which ends in a comma"),
+        ("options=-csearch_path%3D%22a", "unterminated quoted name"),
+        ("options=-csearch_path%3D%22%22", "empty schema name"),
+        (
+            "options=-csearch_path%3Dno-dash",
+            "the search_path in options names schema \"no-dash\" first, which strata cannot use",
+        ),
+        (
+            "schema=team_a&options=-csearch_path%3Dteam_b",
+            "schema=team_a and the search_path in options (first schema \"team_b\") name different schemas",
+        ),
+    ] {
+        let error = PostgresConfig::from_url(&format!("{base}?{query}"))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(expected), "{query}: {error}");
+        assert!(!error.contains("pw"), "{query} leaks its password: {error}");
+    }
+}
+
 #[test]
 fn holder_pids_are_read_back_from_application_names() {
     assert_eq!(parse_pid("strata pid=42 host=a"), Some(42));

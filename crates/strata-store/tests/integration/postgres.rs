@@ -3,7 +3,8 @@
 //! large batch is in flight, bump-and-reject of the schema version, fork as `INSERT … SELECT`,
 //! byte-exact payloads, a follower on another connection seeing appends as they commit, and
 //! the `checkpoints` cache (issue 9): a row that does not fit the stored rows is never used,
-//! and it goes with its session.
+//! and it goes with its session; a `search_path` in the address's libpq options is the schema
+//! written to (issue 22).
 //!
 //! Every test skips (after the loud notice in `pg.rs`) when there is no server and none is
 //! required.
@@ -747,4 +748,52 @@ fn the_checkpoint_table_is_an_optional_cache() {
     assert_eq!(i64::from(version), POSTGRES_SCHEMA_VERSION);
     assert!(!compare_opens(&store, "s"), "the first open writes one");
     assert!(compare_opens(&store, "s"));
+}
+
+// Issue 22: a search_path in the address's options was ignored in favour of `strata`.
+#[test]
+fn a_search_path_in_the_address_options_is_the_schema_written_to() {
+    let Some(schema) = pg::schema("search_path") else {
+        return;
+    };
+    let base = &pg::server().expect("a server").url;
+    let id = schema.name();
+    let url = format!("{base}?options=-csearch_path%3D{}", schema.name());
+    // Checked before anything opens, so a build that ignores the option writes nowhere.
+    let config = PostgresConfig::from_url(&url).unwrap();
+    assert_eq!(config.schema_name(), schema.name());
+    let store = Store::new(PostgresBackend::open(config).unwrap());
+    let writer = store.create(header(id, 1)).unwrap();
+    append_turns(&writer, 1);
+    writer.close().unwrap();
+    let n_events = store.read(id).unwrap().events.len() as i64;
+    assert!(n_events > 0);
+    let mut admin = pg::client();
+    let n_rows: i64 = admin
+        .query_one(
+            &format!(
+                "SELECT count(*) FROM {}.events WHERE session_id = $1",
+                schema.name()
+            ),
+            &[&id],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(n_rows, n_events);
+    // Nothing of it in the default schema, if that exists at all.
+    let default_exists: bool = admin
+        .query_one("SELECT to_regclass('strata.sessions') IS NOT NULL", &[])
+        .unwrap()
+        .get(0);
+    if default_exists {
+        let in_default: i64 = admin
+            .query_one("SELECT count(*) FROM strata.sessions WHERE id = $1", &[&id])
+            .unwrap()
+            .get(0);
+        assert_eq!(in_default, 0);
+    }
+    // The long form of the option names the same store.
+    let url = format!("{base}?options=--search_path%3D{}", schema.name());
+    let again = Store::new(PostgresBackend::connect(&url).unwrap());
+    assert_eq!(again.load(id).unwrap().len() as i64, n_events + 1);
 }
