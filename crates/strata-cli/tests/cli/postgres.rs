@@ -517,11 +517,20 @@ impl Host {
             std::io::Read::read_to_string(&mut pipe, &mut stderr).expect("read stderr");
         }
         let status = self.child.wait().expect("wait");
-        let printed: Vec<Value> = self
+        let mut printed: Vec<Value> = self
             .lines
             .iter()
-            .map(|line| serde_json::from_str(&line).expect("one JSON event per line"))
+            .map(|line| serde_json::from_str(&line).expect("one JSON object per line"))
             .collect();
+        // A failed run ends its JSON with the error (`{"ok":false,…}`), after the events.
+        if printed.last().is_some_and(|last| last["ok"] == false) {
+            let error = printed.pop().unwrap_or_default();
+            assert_eq!(error["error"]["kind"], "io", "{error}");
+            assert!(
+                !status.success(),
+                "an error object from a run that succeeded"
+            );
+        }
         (status, stderr, printed)
     }
 }
@@ -554,7 +563,15 @@ fn a_second_host_resuming_a_session_in_use_is_refused_and_the_first_keeps_writin
         first.child.id()
     );
     assert!(stderr.contains(&holder), "{stderr}");
-    assert!(output.stdout.is_empty());
+    // Nothing but the refusal, as JSON (`--json`).
+    let refusal: Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+    assert_eq!(refusal["ok"], false);
+    assert!(
+        refusal["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains(&holder)),
+        "{refusal}"
+    );
     std::fs::write(home.path().join("go"), "").expect("open the gate");
     let (status, stderr, printed) = first.finish();
     assert!(status.success(), "{stderr}");
