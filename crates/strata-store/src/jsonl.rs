@@ -1302,11 +1302,7 @@ fn publish_new(
     write: impl FnOnce(&mut io::BufWriter<&mut File>) -> io::Result<u64>,
 ) -> Result<u64, PublishError> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    // A bare file name's parent is "", which cannot be opened to fsync: it is ".".
-    let dir = path
-        .parent()
-        .filter(|parent| !parent.as_os_str().is_empty())
-        .unwrap_or_else(|| Path::new("."));
+    let dir = crate::temp::dir_of(path);
     if path.exists() {
         return Err(PublishError::Exists);
     }

@@ -89,5 +89,6 @@ mod ranges;
 mod resume;
 mod sqlite;
 mod store;
+mod temp;
 mod writer;
 mod zstd;

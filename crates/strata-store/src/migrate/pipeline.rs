@@ -119,7 +119,8 @@ pub fn migrate_file(source: &Path) -> Result<MigrateReport, MigrateError> {
             })
         }
     }
-    let dir = target.parent().unwrap_or_else(|| Path::new("."));
+    // A bare target name's parent is "", which cannot be opened: its directory is ".".
+    let dir = crate::temp::dir_of(&target);
     File::open(dir)
         .and_then(|handle| handle.sync_all())
         .map_err(|source_error| MigrateError::Io {
