@@ -434,3 +434,87 @@ fn importing_a_dsh_v0_log_points_at_migrate_and_the_migrated_copy_imports() {
     let (_, value) = json_output(home.strata().args(["sessions", "--json"]));
     assert_eq!(value["sessions"].as_array().map(Vec::len), Some(1));
 }
+
+/// Every file under `dir` whose name ends in `.tmp`.
+fn temp_files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|extension| extension == "tmp") {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// Issue 22: an import killed while it publishes into a JSONL store leaves its temp file (the
+/// whole log, up to that point) in the session directory; nothing removed it. The next import
+/// of that session does, and publishes the log.
+#[test]
+fn an_import_killed_mid_publish_leaves_a_temp_file_the_next_import_removes() {
+    let home = Home::new();
+    let root = home.path("root");
+    let spec = format!("jsonl:{}", root.display());
+    // The kill lands while the temp file exists: the child is killed as soon as it holds
+    // bytes, and a child that got further (published already) is tried again with a longer
+    // log.
+    let mut n_events = 5_000;
+    let (log, left) = loop {
+        let session = strata_core::synth::generate(&strata_core::synth::SynthConfig {
+            events: n_events,
+            content_bytes: 2_000,
+            id: "big".into(),
+            ..strata_core::synth::SynthConfig::default()
+        })
+        .expect("synthetic session");
+        let log = home.path(&format!("big-{n_events}.jsonl"));
+        strata_store::write_log(&log, session.header(), session.events()).expect("write log");
+        let _ = std::fs::remove_dir_all(&root);
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+            .env("STRATA_HOME", home.path("home"))
+            .args(["import", "--store", &spec])
+            .arg(&log)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn strata import");
+        let written = |path: &PathBuf| std::fs::metadata(path).is_ok_and(|meta| meta.len() > 0);
+        while !temp_files_under(&root).iter().any(written)
+            && child.try_wait().expect("wait").is_none()
+        {
+            std::thread::yield_now();
+        }
+        child.kill().expect("SIGKILL"); // a child that already exited is not an error here
+        child.wait().expect("reap");
+        let left = temp_files_under(&root);
+        if !left.is_empty() {
+            break (log, left);
+        }
+        assert!(
+            n_events < 1_000_000,
+            "the import never showed its temp file"
+        );
+        n_events *= 4;
+    };
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(std::fs::metadata(&left[0]).expect("stat").len() > 0);
+    home.strata()
+        .args(["import", "--store", &spec])
+        .arg(&log)
+        .assert()
+        .success();
+    assert_eq!(temp_files_under(&root), Vec::<PathBuf>::new());
+    let published = left[0].with_file_name("session.v3.jsonl");
+    assert_eq!(
+        std::fs::read(&published).expect("published log"),
+        std::fs::read(&log).expect("source log")
+    );
+}
