@@ -594,9 +594,11 @@ impl Store {
 
     /// Stores a log read from elsewhere (another store, a file — see
     /// [`scan_log`](crate::scan_log)) as a new session, event for event, validated as it streams
-    /// in. Returns the number of events stored.
-    pub fn import_stream(&self, mut stream: LogStream<'_>) -> Result<u64, StoreError> {
-        let session = restore_stream(&mut stream, None, SeedOptions::default())?;
+    /// in. Returns the number of events stored. A torn tail the stream ended before is not part
+    /// of the log and is left out; the caller, which still holds the stream, finds it in
+    /// [`LogStream::torn`] and should say so.
+    pub fn import_stream(&self, stream: &mut LogStream<'_>) -> Result<u64, StoreError> {
+        let session = restore_stream(stream, None, SeedOptions::default())?;
         let n_events = stream.n_read();
         let stored = session
             .events()

@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use strata_store::{Compression, Store};
+
 use super::*;
 
 /// A scratch home whose default store starts empty.
@@ -517,4 +519,170 @@ fn an_import_killed_mid_publish_leaves_a_temp_file_the_next_import_removes() {
         std::fs::read(&published).expect("published log"),
         std::fs::read(&log).expect("source log")
     );
+}
+
+/// Runs `import --json` of `file` into the SQLite store `db`: exit code, the JSON object, and
+/// stderr.
+fn import_json(home: &Home, file: &Path, db: &Path) -> (Option<i32>, Value, String) {
+    let output = home
+        .strata()
+        .args(["import", "--json", "--store"])
+        .arg(db)
+        .arg(file)
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8(output.stderr).expect("utf8");
+    let value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+    (output.status.code(), value, stderr)
+}
+
+/// Issue 22: a zstd log cut inside a frame (a crash mid-append, or a copy cut short) imported
+/// the events before the torn frame and said nothing about the rest. It still imports them,
+/// and says on stderr that the tail was torn, naming the file and how many events it kept.
+/// The sample is compressed by strata's own writer (`strata convert` to a zstd store: a header
+/// frame, then one frame of every event), then cut at several offsets.
+#[test]
+fn a_torn_zstd_log_imports_its_complete_events_with_a_warning() {
+    let home = Home::new();
+    let root = home.path("zroot");
+    home.strata()
+        .arg("convert")
+        .arg(sample())
+        .arg(format!("jsonl-zstd:{}", root.display()))
+        .assert()
+        .success();
+    let log = root
+        .join("--home-user-project--")
+        .join("sample-session")
+        .join("session.v3.jsonl.zstd");
+    let bytes = std::fs::read(&log).expect("zstd log");
+    let header_end = zstd::zstd_safe::find_frame_compressed_size(&bytes).expect("header frame");
+    assert!(header_end < bytes.len());
+    // Cut inside the frame's one block, nothing of it decodes; cut in its checksum, the block
+    // is whole and its 130 complete records are kept.
+    let cuts = [
+        (header_end + 1, 0, ""),
+        ((header_end + bytes.len()) / 2, 0, ""),
+        (
+            bytes.len() - 1,
+            130,
+            ", 130 of them recovered from the torn zstd frame",
+        ),
+    ];
+    for (cut, n_kept, recovered) in cuts {
+        let file = home.path(&format!("cut-{cut}.jsonl.zstd"));
+        std::fs::write(&file, &bytes[..cut]).expect("write");
+        let db = home.path(&format!("cut-{cut}.db"));
+        let (code, value, stderr) = import_json(&home, &file, &db);
+        assert_eq!(code, Some(0), "cut at {cut}: {stderr}");
+        assert_eq!(value["events"], n_kept, "cut at {cut}");
+        assert_eq!(value["tornTail"]["offset"], header_end);
+        assert_eq!(value["tornTail"]["bytes"], cut - header_end);
+        assert_eq!(value["tornTail"]["recovered"], n_kept);
+        assert!(
+            stderr.contains(&format!(
+                "strata: warning: {}: the log ends in a torn write ({} bytes from byte \
+                 {header_end}, never completed): kept the {n_kept} complete events before \
+                 it{recovered} and left the torn tail out",
+                file.display(),
+                cut - header_end
+            )),
+            "cut at {cut}: {stderr}"
+        );
+    }
+    // `convert` copies the same way and says the same.
+    let file = home.path(&format!("cut-{}.jsonl.zstd", bytes.len() - 1));
+    home.strata()
+        .arg("convert")
+        .arg(&file)
+        .arg(format!("sqlite:{}", home.path("converted.db").display()))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "converted sample-session (130 events)",
+        ))
+        .stderr(predicate::str::contains(format!(
+            "strata: warning: {}: the log ends in a torn write",
+            file.display()
+        )));
+    // Cut inside the header frame, the log has no header: refused, nothing stored.
+    for cut in [10, header_end - 1] {
+        let file = home.path(&format!("head-{cut}.jsonl.zstd"));
+        std::fs::write(&file, &bytes[..cut]).expect("write");
+        let db = home.path(&format!("head-{cut}.db"));
+        let (code, value, stderr) = import_json(&home, &file, &db);
+        assert_eq!(code, Some(1), "cut at {cut}: {stderr}");
+        assert_eq!(value["ok"], false, "cut at {cut}");
+        assert!(!stderr.contains("warning"), "cut at {cut}: {stderr}");
+    }
+}
+
+/// The same through a log of many frames, as strata's writer appends them (one frame per
+/// batch), with batches large enough for a frame of several zstd blocks: a cut anywhere keeps
+/// exactly the events of the complete frames before it plus the complete records the torn
+/// frame's complete blocks hold, each byte-identical to the source, and says how many.
+#[test]
+fn a_torn_zstd_log_of_many_frames_keeps_every_complete_record_before_the_cut() {
+    let home = Home::new();
+    let store = Store::jsonl(home.path("zroot"), Compression::Zstd);
+    let header = strata_core::SessionHeader::fresh("torn", 1).expect("header");
+    let writer = store.create(header).expect("create");
+    let log = home
+        .path("zroot")
+        .join("_no-cwd")
+        .join("torn")
+        .join("session.v3.jsonl.zstd");
+    let mut frame_ends = vec![std::fs::metadata(&log).expect("stat").len() as usize];
+    for batch in 0..4_u64 {
+        // Four turns a batch, tool results of ~100 KiB: frames of several 128 KiB blocks.
+        let mut candidates = Vec::new();
+        for turn in 0..4 {
+            let first_seq = writer.durable_len() + candidates.len() as u64;
+            candidates.extend(strata_store::synth::turn_candidates(
+                batch * 4 + turn + 1,
+                first_seq,
+                100_000,
+            ));
+        }
+        writer.append(candidates, 2).expect("append");
+        frame_ends.push(std::fs::metadata(&log).expect("stat").len() as usize);
+    }
+    writer.close().expect("close");
+    let bytes = std::fs::read(&log).expect("log");
+    let source = strata_store::read_log(&log).expect("read").events;
+    assert_eq!(source.len(), 128);
+    let mut n_cuts_recovering = 0;
+    for window in frame_ends.windows(2) {
+        let (start, end) = (window[0], window[1]);
+        for cut in [start + 1, start + (end - start) / 3, end - 1] {
+            let file = home.path(&format!("cut-{cut}.jsonl.zstd"));
+            std::fs::write(&file, &bytes[..cut]).expect("write");
+            let db = home.path(&format!("cut-{cut}.db"));
+            let (code, value, stderr) = import_json(&home, &file, &db);
+            assert_eq!(code, Some(0), "cut at {cut}: {stderr}");
+            let n_kept = value["events"].as_u64().expect("events") as usize;
+            let n_before = 32 * (frame_ends.iter().position(|&e| e == start).expect("frame"));
+            let n_recovered = value["tornTail"]["recovered"].as_u64().expect("recovered");
+            assert_eq!(n_kept, n_before + n_recovered as usize, "cut at {cut}");
+            n_cuts_recovering += usize::from(n_recovered > 0);
+            assert_eq!(value["tornTail"]["offset"], start, "cut at {cut}");
+            assert!(
+                stderr.contains(&format!(
+                    "{}: the log ends in a torn write ({} bytes from byte {start}, never \
+                     completed): kept the {n_kept} complete events before it",
+                    file.display(),
+                    cut - start
+                )),
+                "cut at {cut}: {stderr}"
+            );
+            let stored = Store::sqlite(&db)
+                .expect("store")
+                .read("torn")
+                .expect("read")
+                .events;
+            assert_eq!(stored[..], source[..n_kept], "cut at {cut}");
+        }
+    }
+    // The cuts a third into each frame fall after its first complete block.
+    assert!(n_cuts_recovering >= 4, "{n_cuts_recovering}");
 }
