@@ -64,7 +64,7 @@ pub enum StoreError {
         id: String,
     },
     /// Another writer holds the session's lock.
-    #[error("session {id} is open for writing by {holder}")]
+    #[error("session {id:?} is open for writing by {holder}")]
     Locked {
         /// The session id.
         id: String,

@@ -64,7 +64,7 @@ pub(crate) fn run(input: &str, output_spec: &str, format: Format) -> anyhow::Res
                     let listing = store.list()?;
                     for problem in &listing.problems {
                         tally.n_failed += 1;
-                        eprintln!("strata: {problem}");
+                        eprintln!("{}", output::visible(&format!("strata: {problem}")));
                     }
                     listing
                         .sessions
@@ -123,7 +123,10 @@ impl Tally {
                 self.n_ok += 1;
                 let to = &self.to;
                 if let Some(torn) = torn {
-                    eprintln!("{}", torn_tail_warning(from, n_events, torn));
+                    eprintln!(
+                        "{}",
+                        output::visible(&torn_tail_warning(from, n_events, torn))
+                    );
                 }
                 if json {
                     let line = json!({
@@ -136,9 +139,9 @@ impl Tally {
                     });
                     output::line(&line.to_string())
                 } else {
-                    output::line(&format!(
+                    output::line(&output::visible(&format!(
                         "converted {id} ({n_events} events) from {from} to {to}"
-                    ))
+                    )))
                 }
             }
             Err(LoadError::Invalid(rejection)) => {
@@ -157,7 +160,10 @@ impl Tally {
                         json!({"ok": false, "id": id, "from": from, "error": format!("{error:#}")});
                     output::line(&line.to_string())
                 } else {
-                    eprintln!("strata: {id}: {error:#}");
+                    eprintln!(
+                        "{}",
+                        output::visible_lines(&format!("strata: {id}: {error:#}"))
+                    );
                     Ok(())
                 }
             }

@@ -37,7 +37,10 @@ pub(crate) fn run(file: &Path, store: Option<&str>, format: Format) -> anyhow::R
         Err(error) => return super::report_load_error(store_failure(&label, error), format),
     };
     if let Some(torn) = torn {
-        eprintln!("{}", torn_tail_warning(&label, n_events, torn));
+        eprintln!(
+            "{}",
+            output::visible(&torn_tail_warning(&label, n_events, torn))
+        );
     }
     if format.json {
         output::line(
@@ -52,10 +55,10 @@ pub(crate) fn run(file: &Path, store: Option<&str>, format: Format) -> anyhow::R
             .to_string(),
         )?;
     } else {
-        output::line(&format!(
+        output::line(&output::visible(&format!(
             "imported {id} ({n_events} events) from {label} into {}",
             store.backend().describe()
-        ))?;
+        )))?;
     }
     Ok(Status::Ok)
 }

@@ -28,18 +28,22 @@ pub(crate) fn run(files: &[std::path::PathBuf], format: Format) -> anyhow::Resul
                         .to_string(),
                     )?;
                 } else {
-                    output::line(&format!(
+                    output::line(&output::visible(&format!(
                         "{}: ok ({} events, {} surface nodes, {} replacements)",
                         loaded.label,
                         loaded.n_stored,
                         loaded.session.surface().len(),
                         loaded.session.surface().replace_generation()
-                    ))?;
+                    )))?;
                     if let Some(torn) = loaded.torn {
                         eprintln!(
-                            "{}: note: ignored an unfinished final record ({} bytes at byte {}): \
-                             a write that never completed, which the next writer truncates",
-                            loaded.label, torn.len, torn.offset
+                            "{}",
+                            output::visible(&format!(
+                                "{}: note: ignored an unfinished final record ({} bytes at byte \
+                                 {}): a write that never completed, which the next writer \
+                                 truncates",
+                                loaded.label, torn.len, torn.offset
+                            ))
                         );
                     }
                 }
@@ -53,7 +57,7 @@ pub(crate) fn run(files: &[std::path::PathBuf], format: Format) -> anyhow::Resul
                 }
             }
             Err(LoadError::Io(error)) => {
-                eprintln!("strata: {error:#}");
+                eprintln!("{}", output::visible_lines(&format!("strata: {error:#}")));
                 unreadable += 1;
             }
         }
