@@ -36,7 +36,9 @@ use crate::codec::{
 use crate::decode_pool::{DecodePool, NoPages, RecordBatch, RecordDecoder, RecordSource};
 use crate::error::StoreError;
 use crate::frames::scan_frames;
-use crate::layout::{encode_segment, parse_session_file_name, project_key, session_file_name};
+use crate::layout::{
+    encode_segment, parse_session_file_name, project_key, session_file_name, MAX_SEGMENT_BYTES,
+};
 use crate::lines::DEFAULT_MAX_RECORD_LEN;
 use crate::lock::{SessionLock, LOCK_FILE_NAME};
 use crate::mapped::MappedBody;
@@ -388,12 +390,34 @@ impl Backend for JsonlBackend {
         self.config.max_record_len
     }
 
+    /// The id names the session's directory (dsh's encoding of it), which must fit one file
+    /// name: dsh applies no limit and fails creating the directory; this store says so first.
+    fn check_new_id(&self, id: &str) -> Result<(), StoreError> {
+        let segment = encode_segment(id).map_err(|source| StoreError::BadId {
+            id: id.to_owned(),
+            source,
+        })?;
+        if segment.len() <= MAX_SEGMENT_BYTES {
+            return Ok(());
+        }
+        Err(StoreError::IdTooLong {
+            store: self.describe(),
+            id: id.to_owned(),
+            n_bytes: id.len(),
+            n_name_bytes: Some(segment.len()),
+            limit: MAX_SEGMENT_BYTES,
+            reason: "dsh's layout names a session's directory after its id, and a file name \
+                     holds at most 255 bytes",
+        })
+    }
+
     fn create(
         &self,
         header: &SessionHeader,
         events: &[Arc<Event>],
     ) -> Result<Box<dyn LogAppender>, StoreError> {
         let id = header.id();
+        self.check_new_id(id)?;
         let dir = self.session_dir(header.cwd(), id)?;
         if self.find(id)?.is_some() {
             return Err(StoreError::AlreadyExists {

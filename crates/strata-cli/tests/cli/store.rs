@@ -686,3 +686,42 @@ fn a_torn_zstd_log_of_many_frames_keeps_every_complete_record_before_the_cut() {
     // The cuts a third into each frame fall after its first complete block.
     assert!(n_cuts_recovering >= 4, "{n_cuts_recovering}");
 }
+
+/// Issue 22: an id over 255 bytes failed on the JSONL and SQLite stores with "File name too
+/// long" (the SQLite store only because its lock file was named after the id). SQLite now takes
+/// it; a JSONL store, whose dsh layout cannot hold it, refuses it before writing anything,
+/// naming the limit.
+#[test]
+fn a_long_session_id_imports_into_sqlite_and_is_refused_by_jsonl_naming_the_limit() {
+    let home = Home::new();
+    let text = std::fs::read_to_string(sample()).expect("sample");
+    let id = "i".repeat(256);
+    let log = home.path("long.jsonl");
+    std::fs::write(
+        &log,
+        text.replacen("\"id\":\"sample-session\"", &format!("\"id\":\"{id}\""), 1),
+    )
+    .expect("write");
+    home.strata()
+        .arg("import")
+        .arg(&log)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(format!(
+            "imported {id} (130 events)"
+        )));
+    let root = home.path("root");
+    home.strata()
+        .args(["import", "--store"])
+        .arg(format!("jsonl:{}", root.display()))
+        .arg(&log)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(format!(
+            "strata: session id \"{}\"… is 256 bytes, 256 as a directory name; jsonl:{} takes at \
+             most 255 (dsh's layout names a session's directory after its id",
+            &id[..32],
+            root.display()
+        )));
+    assert!(!root.exists());
+}
