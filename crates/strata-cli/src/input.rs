@@ -509,9 +509,17 @@ fn store_of_file(file: &Path, hint: &str) -> anyhow::Result<(JsonlBackend, Strin
         .header()
         .clone();
     let id = header.id().to_owned();
-    let root = file
+    // The root is two directories above the file's own: found from its canonical directory,
+    // since a bare or relative name (`session.v3.jsonl` run in the session directory) has no
+    // parents to walk.
+    let session_dir = match file.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let session_dir = std::fs::canonicalize(session_dir)
+        .with_context(|| format!("resolving the directory of {}", file.display()))?;
+    let root = session_dir
         .parent()
-        .and_then(Path::parent)
         .and_then(Path::parent)
         .ok_or_else(|| not_in_layout("no store root above it"))?;
     let compression = if zstd {
@@ -523,9 +531,7 @@ fn store_of_file(file: &Path, hint: &str) -> anyhow::Result<(JsonlBackend, Strin
     let expected = backend
         .session_dir(header.cwd(), &id)
         .with_context(|| format!("{}: session id {id:?}", file.display()))?;
-    let same_dir = |dir: &Path| {
-        std::fs::canonicalize(dir).ok() == file.parent().and_then(|p| std::fs::canonicalize(p).ok())
-    };
+    let same_dir = |dir: &Path| std::fs::canonicalize(dir).ok().as_ref() == Some(&session_dir);
     if !same_dir(&expected) {
         return Err(not_in_layout(&format!(
             "session {id:?} belongs in {}",

@@ -38,7 +38,7 @@ fn main() -> ExitCode {
                 // A closed stdout here is no reason to hide the error from stderr.
                 let _ = output::line(&output::error_json(None, "io", &message).to_string());
             }
-            eprintln!("strata: {message}");
+            eprintln!("{}", output::visible_lines(&format!("strata: {message}")));
             ExitCode::from(2)
         }
     }

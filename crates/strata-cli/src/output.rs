@@ -75,12 +75,13 @@ pub fn rejection_text(rejection: &Rejection) -> String {
         (None, Some(line)) => format!("line {line}: "),
         (None, None) => String::new(),
     };
-    format!(
+    visible(&format!(
         "{}: {place}{}: {}",
         rejection.file.display(),
         rejection.rule,
         rejection.message
-    )
+    ))
+    .into_owned()
 }
 
 /// `{"nodes":[..],"replacements":[{"seq","startSeq","endSeq","shadowed"}]}` for `surface --json`.
@@ -204,3 +205,49 @@ fn describe_block(block: &Value, parts: &mut Vec<String>) {
         None => parts.push("[?]".into()),
     }
 }
+
+/// `text` as plain-text output may show it: every character a terminal acts on instead of
+/// printing — the C0 and C1 controls (ESC, NUL, newline, carriage return, …) and DEL, and the
+/// Unicode marks that reorder or break a line (bidi embeddings, overrides, isolates and marks,
+/// line and paragraph separators) — spelled visibly, as Rust escapes them (`\u{1b}`, `\0`,
+/// `\n`, `\u{202e}`). Every log-controlled string (ids, cwd, titles, event types, message
+/// text, file names) goes through it on its way to a terminal, so a hostile log cannot move
+/// the cursor, retitle the window or fake a line; `--json` output is escaped by JSON instead.
+/// Kept as they are: a tab, which only advances the cursor (message text keeps its
+/// indentation), and backslashes, so a cwd like `C:\work` reads naturally.
+pub fn visible(text: &str) -> std::borrow::Cow<'_, str> {
+    let acts = |c: char| {
+        (c.is_control() && c != '\t')
+            || matches!(
+                c,
+                '\u{061c}'
+                    | '\u{200e}'
+                    | '\u{200f}'
+                    | '\u{2028}'
+                    | '\u{2029}'
+                    | '\u{202a}'..='\u{202e}'
+                    | '\u{2066}'..='\u{2069}'
+            )
+    };
+    if !text.chars().any(acts) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '\0' | '\n' | '\r' => out.extend(c.escape_debug()),
+            c if acts(c) => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// [`visible`] for text of several lines (message bodies, error chains with a hint line): each
+/// line escaped, the line breaks kept.
+pub fn visible_lines(text: &str) -> String {
+    text.split('\n').map(visible).collect::<Vec<_>>().join("\n")
+}
+
+#[cfg(test)]
+mod tests;

@@ -64,7 +64,7 @@ pub enum StoreError {
         id: String,
     },
     /// Another writer holds the session's lock.
-    #[error("session {id} is open for writing by {holder}")]
+    #[error("session {id:?} is open for writing by {holder}")]
     Locked {
         /// The session id.
         id: String,
@@ -119,6 +119,24 @@ pub enum StoreError {
         /// Why.
         #[source]
         source: LayoutError,
+    },
+    /// An id longer than the store can hold, refused when a session would be created, before
+    /// anything is read or written.
+    #[error("session id {} is {n_bytes} bytes{}; {store} takes at most {limit} ({reason})", short_id(id), directory_name(*.n_name_bytes))]
+    IdTooLong {
+        /// The store, as `backend:location`.
+        store: String,
+        /// The id.
+        id: String,
+        /// Its length in UTF-8 bytes.
+        n_bytes: usize,
+        /// The length of the name the store spells it as, when that name is what is limited
+        /// (JSONL: the session directory, dsh's encoding of the id).
+        n_name_bytes: Option<usize>,
+        /// The most bytes the store takes (of the name, when there is one).
+        limit: usize,
+        /// What sets the limit.
+        reason: &'static str,
     },
     /// The same id is stored under two project directories.
     #[error("duplicate session id {id:?}: stored at both {} and {}", first.display(), second.display())]
@@ -300,6 +318,18 @@ pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     out
+}
+
+/// An id as a message names it: quoted and escaped, its first 32 characters when longer.
+fn short_id(id: &str) -> String {
+    match id.char_indices().nth(32) {
+        Some((cut, _)) => format!("{:?}…", &id[..cut]),
+        None => format!("{id:?}"),
+    }
+}
+
+fn directory_name(n_name_bytes: Option<usize>) -> String {
+    n_name_bytes.map_or_else(String::new, |n| format!(", {n} as a directory name"))
 }
 
 fn at(line: Option<u64>, seq: Option<u64>) -> String {

@@ -8,7 +8,9 @@
 //! Invariants (the backend contract of `store.rs`, made concrete):
 //! - **Publish.** A session file appears only complete: bytes go to an exclusive temp file,
 //!   fsync, `link` to the final name (which fails rather than replaces), fsync of the
-//!   directory (persistence §2.6). New directories are fsynced into their parents.
+//!   directory (persistence §2.6). New directories are fsynced into their parents. The temp
+//!   file is locked while its writer lives; create and open for writing remove the ones
+//!   killed writers left beside the log (`temp`, docs/format.md §5b).
 //! - **Append.** One `pwrite` at the known end + `fdatasync` per batch. On failure the file is
 //!   truncated back to its pre-append size and fsynced before the error is returned.
 //! - **Torn tail.** A reader stops before an unterminated final line (raw) or a torn final
@@ -21,9 +23,8 @@
 
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, FileExt as _, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileExt as _};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use strata_core::json::non_negative_safe_integer;
@@ -35,7 +36,9 @@ use crate::codec::{
 use crate::decode_pool::{DecodePool, NoPages, RecordBatch, RecordDecoder, RecordSource};
 use crate::error::StoreError;
 use crate::frames::scan_frames;
-use crate::layout::{encode_segment, parse_session_file_name, project_key, session_file_name};
+use crate::layout::{
+    encode_segment, parse_session_file_name, project_key, session_file_name, MAX_SEGMENT_BYTES,
+};
 use crate::lines::DEFAULT_MAX_RECORD_LEN;
 use crate::lock::{SessionLock, LOCK_FILE_NAME};
 use crate::memory::sort_newest_first;
@@ -255,6 +258,8 @@ impl JsonlBackend {
     ) -> Result<Box<dyn LogAppender>, StoreError> {
         let found = self.find_existing(id)?;
         let lock = SessionLock::acquire(&found.dir.join(LOCK_FILE_NAME), id)?;
+        // A create killed between its link and its unlink left its temp file beside the log.
+        crate::temp::sweep(&found.file);
         let rows = self.open_log(&found.file, id)?;
         let mut resumed = None;
         if resumable {
@@ -364,12 +369,34 @@ impl Backend for JsonlBackend {
         self.config.max_record_len
     }
 
+    /// The id names the session's directory (dsh's encoding of it), which must fit one file
+    /// name: dsh applies no limit and fails creating the directory; this store says so first.
+    fn check_new_id(&self, id: &str) -> Result<(), StoreError> {
+        let segment = encode_segment(id).map_err(|source| StoreError::BadId {
+            id: id.to_owned(),
+            source,
+        })?;
+        if segment.len() <= MAX_SEGMENT_BYTES {
+            return Ok(());
+        }
+        Err(StoreError::IdTooLong {
+            store: self.describe(),
+            id: id.to_owned(),
+            n_bytes: id.len(),
+            n_name_bytes: Some(segment.len()),
+            limit: MAX_SEGMENT_BYTES,
+            reason: "dsh's layout names a session's directory after its id, and a file name \
+                     holds at most 255 bytes",
+        })
+    }
+
     fn create(
         &self,
         header: &SessionHeader,
         events: &[Arc<Event>],
     ) -> Result<Box<dyn LogAppender>, StoreError> {
         let id = header.id();
+        self.check_new_id(id)?;
         let dir = self.session_dir(header.cwd(), id)?;
         if self.find(id)?.is_some() {
             return Err(StoreError::AlreadyExists {
@@ -1264,54 +1291,39 @@ enum PublishError {
 }
 
 /// Publishes what `write` writes at `path` durably and without ever replacing an existing
-/// file: exclusive temp file, write, fsync, `link` (EEXIST if taken), directory fsync, unlink
-/// the temp name. Returns the number of bytes published.
+/// file: exclusive, locked temp file (after sweeping the ones killed writers left beside
+/// `path`, see `temp`), write, fsync, `link` (EEXIST if taken), directory fsync, unlink the
+/// temp name. Returns the number of bytes published.
 fn publish_new(
     path: &Path,
     write: impl FnOnce(&mut io::BufWriter<&mut File>) -> io::Result<u64>,
 ) -> Result<u64, PublishError> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    // A bare file name's parent is "", which cannot be opened to fsync: it is ".".
-    let dir = path
-        .parent()
-        .filter(|parent| !parent.as_os_str().is_empty())
-        .unwrap_or_else(|| Path::new("."));
+    let dir = crate::temp::dir_of(path);
+    crate::temp::sweep(path);
     if path.exists() {
         return Err(PublishError::Exists);
     }
-    let nonce = {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.as_nanos() as u64);
-        let count = COUNTER.fetch_add(1, Ordering::Relaxed);
-        (nanos ^ (u64::from(std::process::id()) << 32) ^ count.wrapping_mul(0x9E37_79B9_7F4A_7C15))
-            & 0xFFFF_FFFF_FFFF
-    };
-    let mut temp_name = path.as_os_str().to_owned();
-    temp_name.push(format!(".{nonce:012x}.tmp"));
-    let temp = PathBuf::from(temp_name);
-    let written = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&temp)
-        .and_then(|mut file| {
-            let mut out = io::BufWriter::with_capacity(256 * 1024, &mut file);
-            let len = write(&mut out)?;
-            out.flush()?;
-            drop(out);
-            file.sync_all()?;
-            Ok(len)
-        });
-    let len = match written {
-        Ok(len) => len,
-        Err(source) => {
-            let _ = fs::remove_file(&temp);
-            return Err(PublishError::Io(StoreError::io("write", &temp, source)));
-        }
-    };
-    let linked = fs::hard_link(&temp, path);
-    let _ = fs::remove_file(&temp);
+    let mut temp = crate::temp::TempFile::create(path).map_err(|source| {
+        PublishError::Io(StoreError::io(
+            "create a temporary file beside",
+            path,
+            source,
+        ))
+    })?;
+    let written = (|| {
+        let file = temp.file();
+        let mut out = io::BufWriter::with_capacity(256 * 1024, &mut *file);
+        let len = write(&mut out)?;
+        out.flush()?;
+        drop(out);
+        file.sync_all()?;
+        Ok(len)
+    })();
+    // On a failure, dropping `temp` removes its name.
+    let len =
+        written.map_err(|source| PublishError::Io(StoreError::io("write", temp.path(), source)))?;
+    let linked = fs::hard_link(temp.path(), path);
+    drop(temp);
     match linked {
         Ok(()) => {}
         Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {

@@ -22,6 +22,11 @@ pub const NO_CWD_DIR: &str = "_no-cwd";
 /// Most code units a project slug keeps, so that `--<slug>--` fits a 255-byte file name.
 pub const MAX_PROJECT_SLUG_UNITS: usize = 251;
 
+/// Most bytes an encoded session id ([`encode_segment`]) may take: it names a directory, and a
+/// file name holds at most 255 bytes (`NAME_MAX` on Linux; APFS and most other file systems
+/// too). Unlike a project slug, an id cannot be cut (it is the session's identity).
+pub const MAX_SEGMENT_BYTES: usize = 255;
+
 /// Why a string is not a session id segment; one variant per way the mapping can fail.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -76,8 +81,9 @@ pub enum LayoutError {
 ///
 /// Each UTF-16 code unit in `A–Z a–z 0–9 . _ -` is kept; every other unit, `~` included, becomes
 /// `~` and four upper-case hex digits. The whole ids `.` and `..` are escaped as `~002E` and
-/// `~002E~002E`. No length limit is applied: an id whose encoding exceeds the file system's name
-/// limit fails when the directory is created, as it does in dsh.
+/// `~002E~002E`. No length limit is applied here, and dsh applies none: an id whose encoding
+/// exceeds the file system's name limit fails in dsh when its directory is created. The JSONL
+/// store refuses such an id before writing anything ([`MAX_SEGMENT_BYTES`]).
 pub fn encode_segment(id: &str) -> Result<String, LayoutError> {
     if id.is_empty() {
         return Err(LayoutError::EmptySessionId);

@@ -41,7 +41,7 @@ pub use jsonl::{
 };
 pub use layout::{
     decode_segment, encode_segment, parse_session_file_name, project_key, session_file_name,
-    LayoutError, MAX_PROJECT_SLUG_UNITS, NO_CWD_DIR,
+    LayoutError, MAX_PROJECT_SLUG_UNITS, MAX_SEGMENT_BYTES, NO_CWD_DIR,
 };
 pub use lines::{
     Fragment, LineError, LineScanner, LineScannerConfig, Record, DEFAULT_MAX_RECORD_LEN,
@@ -49,7 +49,8 @@ pub use lines::{
 pub use memory::MemoryBackend;
 pub use postgres::{
     FollowFrom, Follower, PostgresBackend, PostgresConfig,
-    DEFAULT_SCHEMA as POSTGRES_DEFAULT_SCHEMA, SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION,
+    DEFAULT_SCHEMA as POSTGRES_DEFAULT_SCHEMA, MAX_ID_BYTES as POSTGRES_MAX_ID_BYTES,
+    SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION,
 };
 pub use ranges::{decode_source_seqs, encode_source_seqs, RangeError, MAX_SAFE_SEQ};
 pub use resume::{remove_sidecars, CHECKPOINT_FILE_NAME};
@@ -87,5 +88,6 @@ mod ranges;
 mod resume;
 mod sqlite;
 mod store;
+mod temp;
 mod writer;
 mod zstd;

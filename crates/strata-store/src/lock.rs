@@ -3,7 +3,8 @@
 //! A writer takes a non-blocking exclusive `flock(2)` on a lock file (JSONL:
 //! `<session dir>/session.lock`; SQLite: one file per session beside the database) and writes
 //! its pid into it, so a second writer — in another process or in this one, since each open
-//! is its own file description — fails at once with "session `<id>` is open for writing by pid N".
+//! is its own file description — fails at once with
+//! `session "<id>" is open for writing by pid N`.
 //!
 //! Invariants:
 //! - The lock lives exactly as long as the [`SessionLock`] value (or its process): dropping it

@@ -107,6 +107,12 @@ use schema::Sql;
 /// The schema a store address without `?schema=` or a `search_path` in its `options` uses.
 pub const DEFAULT_SCHEMA: &str = "strata";
 
+/// Most bytes a new session's id may take. The id is a key of B-tree indexes (`sessions` and
+/// `events` primary keys, `sessions_by_created_at`), whose entries hold at most 2704 bytes on
+/// 8 KiB pages: 2684 bytes of an id that does not compress. A round limit below that, the same
+/// whatever the id's bytes, instead of a failure deep in a `COPY` for some ids only.
+pub const MAX_ID_BYTES: usize = 2048;
+
 /// Rows per page of a streamed read: per-query costs vanish, and a page stays a bounded buffer.
 const PAGE_ROWS: i64 = 1024;
 
@@ -765,12 +771,28 @@ impl Backend for PostgresBackend {
         DEFAULT_MAX_RECORD_LEN
     }
 
+    fn check_new_id(&self, id: &str) -> Result<(), StoreError> {
+        PostgresBackend::storable(id)?;
+        if id.len() <= MAX_ID_BYTES {
+            return Ok(());
+        }
+        Err(StoreError::IdTooLong {
+            store: self.describe_store(),
+            id: id.to_owned(),
+            n_bytes: id.len(),
+            n_name_bytes: None,
+            limit: MAX_ID_BYTES,
+            reason: "the id keys B-tree indexes, whose entries hold at most 2704 bytes",
+        })
+    }
+
     fn create(
         &self,
         header: &SessionHeader,
         events: &[Arc<Event>],
     ) -> Result<Box<dyn LogAppender>, StoreError> {
         let id = header.id();
+        self.check_new_id(id)?;
         let mut connection = self.writer_connection(id)?;
         let mut tx = connection
             .client
@@ -790,6 +812,7 @@ impl Backend for PostgresBackend {
         events: &[Arc<Event>],
     ) -> Result<Box<dyn LogAppender>, StoreError> {
         let id = header.id();
+        self.check_new_id(id)?;
         let parent_id = parent.id();
         let n_shared_rows = n_shared.min(events.len() as u64);
         let mut connection = self.writer_connection(id)?;

@@ -12,7 +12,8 @@
 //!   before anything is changed. A pristine file is initialised in one transaction.
 //! - **No stale writer.** Inside each append transaction the batch's first seq must equal the
 //!   session's stored `next_seq`; on top of that a per-session `flock` file
-//!   (`<db>.locks/<id>.lock`) makes a second writer fail at open with the holder's pid.
+//!   (`<db>.locks/<encodeSegment(id)>.lock`, a hashed name when that is too long for a file
+//!   name) makes a second writer fail at open with the holder's pid. Ids have no length limit.
 //! - **Lossless rows.** `data` is the exact JSON text (zstd-compressed as a BLOB when it is at
 //!   least 4 KiB and compression shrinks it); `source_event_seqs` is the JSONL range encoding;
 //!   rows read back are the same events (envelope key order is canonical).
@@ -41,7 +42,7 @@ use crate::codec::{
 };
 use crate::decode_pool::{DecodePool, PageSource, RecordBatch, RecordDecoder, RecordSource};
 use crate::error::StoreError;
-use crate::layout::encode_segment;
+use crate::layout::{encode_segment, MAX_SEGMENT_BYTES};
 use crate::lines::DEFAULT_MAX_RECORD_LEN;
 use crate::lock::SessionLock;
 use crate::memory::sort_newest_first;
@@ -169,16 +170,13 @@ impl SqliteBackend {
     }
 
     fn lock(&self, id: &str) -> Result<SessionLock, StoreError> {
-        let segment = encode_segment(id).map_err(|source| StoreError::BadId {
-            id: id.to_owned(),
-            source,
-        })?;
+        let name = lock_file_name(id)?;
         DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&self.inner.locks_dir)
             .map_err(|source| StoreError::io("create directory", &self.inner.locks_dir, source))?;
-        SessionLock::acquire(&self.inner.locks_dir.join(format!("{segment}.lock")), id)
+        SessionLock::acquire(&self.inner.locks_dir.join(name), id)
     }
 
     fn location(&self, id: &str) -> String {
@@ -719,6 +717,40 @@ fn insert_events(
         ])?;
     }
     Ok(())
+}
+
+/// The name of session `id`'s lock file in `<db>.locks/`: `<encodeSegment(id)>.lock`, or, when
+/// that would not fit a file name (the database has no other limit on ids), the first
+/// [`LOCK_NAME_PREFIX`] bytes of the segment, `~h` and the id's 128-bit FNV-1a in hex. A
+/// canonical segment never holds `~h` (every `~` starts four upper-case hex digits), so the two
+/// forms never meet; two long ids sharing a name only make their writers exclude each other.
+fn lock_file_name(id: &str) -> Result<String, StoreError> {
+    const LOCK_SUFFIX: &str = ".lock";
+    const LOCK_NAME_PREFIX: usize = 200;
+    let segment = encode_segment(id).map_err(|source| StoreError::BadId {
+        id: id.to_owned(),
+        source,
+    })?;
+    if segment.len() + LOCK_SUFFIX.len() <= MAX_SEGMENT_BYTES {
+        return Ok(format!("{segment}{LOCK_SUFFIX}"));
+    }
+    // The segment is ASCII, so any byte index is a char boundary.
+    let prefix = &segment[..LOCK_NAME_PREFIX];
+    Ok(format!(
+        "{prefix}~h{:032x}{LOCK_SUFFIX}",
+        fnv1a_128(id.as_bytes())
+    ))
+}
+
+/// FNV-1a, 128 bits: tells long ids' lock files apart (not a defence against an adversary
+/// choosing ids, who could at most make two sessions' writers wait for each other).
+fn fnv1a_128(bytes: &[u8]) -> u128 {
+    let mut hash: u128 = 0x6c62_272e_07bb_0142_62b8_2175_6295_c58d;
+    for byte in bytes {
+        hash ^= u128::from(*byte);
+        hash = hash.wrapping_mul(0x0000_0000_0100_0000_0000_0000_0000_013b);
+    }
+    hash
 }
 
 fn lock_conn(conn: &Mutex<Connection>) -> MutexGuard<'_, Connection> {

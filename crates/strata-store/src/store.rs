@@ -389,6 +389,15 @@ pub trait Backend: Send + Sync {
     /// The largest event record the backend accepts, in encoded JSONL bytes.
     fn max_record_len(&self) -> usize;
 
+    /// Refuses an id this backend cannot create a session under — [`StoreError::IdTooLong`]
+    /// naming the limit, [`StoreError::BadId`] — so [`Store`] can refuse it before reading the
+    /// log it would store; [`Backend::create`] checks it again. Only creation is limited, never
+    /// a lookup. The default takes every id.
+    fn check_new_id(&self, id: &str) -> Result<(), StoreError> {
+        let _ = id;
+        Ok(())
+    }
+
     /// Durably publishes a new session holding `header` and `events` (seqs `0..events.len()`),
     /// and returns its exclusive appender. Fails with [`StoreError::AlreadyExists`] if the id
     /// is stored.
@@ -561,6 +570,7 @@ impl Store {
 
     /// Creates an empty session and returns its writer (the header is durable on return).
     pub fn create(&self, header: SessionHeader) -> Result<SessionWriter, StoreError> {
+        self.backend.check_new_id(header.id())?;
         let location = self.backend.describe();
         let id = header.id().to_owned();
         let session =
@@ -581,6 +591,7 @@ impl Store {
         header: SessionHeader,
         events: impl IntoIterator<Item = RawEvent>,
     ) -> Result<(), StoreError> {
+        self.backend.check_new_id(header.id())?;
         let location = self.backend.describe();
         let id = header.id().to_owned();
         let mut n_events = 0_usize;
@@ -594,9 +605,14 @@ impl Store {
 
     /// Stores a log read from elsewhere (another store, a file — see
     /// [`scan_log`](crate::scan_log)) as a new session, event for event, validated as it streams
-    /// in. Returns the number of events stored.
-    pub fn import_stream(&self, mut stream: LogStream<'_>) -> Result<u64, StoreError> {
-        let session = restore_stream(&mut stream, None, SeedOptions::default())?;
+    /// in. Returns the number of events stored. A torn tail the stream ended before is not part
+    /// of the log and is left out; the caller, which still holds the stream, finds it in
+    /// [`LogStream::torn`] and should say so.
+    pub fn import_stream(&self, stream: &mut LogStream<'_>) -> Result<u64, StoreError> {
+        // Before the log is read: an id the store cannot hold fails at once, not after a
+        // restore of the whole log.
+        self.backend.check_new_id(stream.header().id())?;
+        let session = restore_stream(stream, None, SeedOptions::default())?;
         let n_events = stream.n_read();
         let stored = session
             .events()
@@ -739,6 +755,7 @@ impl Store {
         boundary: Option<u64>,
         mode: ForkMode,
     ) -> Result<SessionWriter, ForkError> {
+        self.backend.check_new_id(child_id)?;
         if self.backend.exists(child_id)? {
             return Err(ForkError::Refused(strata_core::ForkError::new(
                 ForkErrorCode::SessionAlreadyExists,

@@ -19,7 +19,7 @@ pub(crate) fn run(args: &AgentArgs) -> anyhow::Result<Status> {
     let closers = agent.journal().writer().added_on_open().len();
     note(format_args!(
         "session {} (Ctrl-C cancels a turn; Ctrl-D or /quit exits){}",
-        agent.journal().id(),
+        crate::output::visible(agent.journal().id()),
         if closers > 1 {
             "; an interrupted turn was closed"
         } else {

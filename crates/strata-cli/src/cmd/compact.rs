@@ -49,7 +49,10 @@ pub(crate) fn run(file: &Path, offline: bool, dry_run: bool) -> anyhow::Result<S
         .with_context(|| format!("closing {}", file.display()))?;
     match outcome {
         None => {
-            output::line(&format!("{}: no compactable history yet", file.display()))?;
+            output::line(&output::visible(&format!(
+                "{}: no compactable history yet",
+                file.display()
+            )))?;
             Ok(Status::Ok)
         }
         Some(CompactionOutcome::Compacted {
@@ -57,18 +60,22 @@ pub(crate) fn run(file: &Path, offline: bool, dry_run: bool) -> anyhow::Result<S
             n_shadowed,
             ..
         }) => {
-            output::line(&format!(
+            output::line(&output::visible(&format!(
                 "{}: compacted {n_shadowed} history items into a checkpoint at seq {checkpoint_seq}; tokens {} → {}",
                 file.display(),
                 before.total_tokens,
                 after.total_tokens
-            ))?;
+            )))?;
             Ok(Status::Ok)
         }
         Some(CompactionOutcome::Failed { error }) => {
             eprintln!(
-                "{}: compaction failed and was recorded; the conversation is unchanged: {error}",
-                file.display()
+                "{}",
+                output::visible_lines(&format!(
+                    "{}: compaction failed and was recorded; the conversation is unchanged: \
+                     {error}",
+                    file.display()
+                ))
             );
             Ok(Status::Invalid)
         }
@@ -83,16 +90,16 @@ fn dry_run_report(
 ) -> anyhow::Result<Status> {
     let before = compactor.measure(session);
     let Some(plan) = compactor.plan(session, Trigger::Manual)? else {
-        output::line(&format!(
+        output::line(&output::visible(&format!(
             "{}: no compactable history yet ({} surface nodes, {} tokens)",
             file.display(),
             before.n_nodes,
             before.total_tokens
-        ))?;
+        )))?;
         return Ok(Status::Ok);
     };
     let region = plan.region();
-    output::line(&format!(
+    output::line(&output::visible(&format!(
         "{}: would shadow {} of {} surface nodes (positions {}..={}, {} tokens), keeping {} tokens verbatim",
         file.display(),
         plan.shadowed().len(),
@@ -101,18 +108,18 @@ fn dry_run_report(
         region.end_index,
         region.shadowed_tokens,
         region.retained_tokens
-    ))?;
-    output::line(&format!(
+    )))?;
+    output::line(&output::visible(&format!(
         "  shadowed seqs: {}",
         seq_ranges(plan.shadowed(), 12)
-    ))?;
+    )))?;
     for seq in [plan.start(), plan.end()] {
         if let Some(message) = session.project(seq) {
-            output::line(&format!(
+            output::line(&output::visible(&format!(
                 "  {:>8}  {}",
                 seq.get(),
                 output::message_preview(&message, 60)
-            ))?;
+            )))?;
         }
     }
     if !offline {
@@ -120,11 +127,11 @@ fn dry_run_report(
         let bound = before.total_tokens - region.shadowed_tokens
             + u64::from(compactor.config().max_summary_tokens)
             + framing;
-        output::line(&format!(
+        output::line(&output::visible(&format!(
             "  tokens: {} → at most {bound} (summary capped at {} tokens)",
             before.total_tokens,
             compactor.config().max_summary_tokens
-        ))?;
+        )))?;
         return Ok(Status::Ok);
     }
     let request = plan.summary_request(session);
@@ -135,15 +142,17 @@ fn dry_run_report(
         CompactionOutcome::Compacted {
             checkpoint_tokens, ..
         } => {
-            output::line(&format!(
+            output::line(&output::visible(&format!(
                 "  tokens: {} → {} (extractive checkpoint of {checkpoint_tokens} tokens)",
                 before.total_tokens,
                 before.total_tokens - region.shadowed_tokens + checkpoint_tokens
-            ))?;
+            )))?;
             Ok(Status::Ok)
         }
         CompactionOutcome::Failed { error } => {
-            output::line(&format!("  would fail (and be recorded): {error}"))?;
+            output::line(&output::visible(&format!(
+                "  would fail (and be recorded): {error}"
+            )))?;
             Ok(Status::Invalid)
         }
     }

@@ -8,7 +8,7 @@
 //! never modified, and no store is created on the IN side.
 //!
 //! Each session streams from IN into the core's restore with a progress bar, then is written to
-//! OUT in one durable create. Every session is tried; each failure is reported, and the exit
+//! OUT in one durable create. A torn tail is left out with a warning, as `strata import` does. Every session is tried; each failure is reported, and the exit
 //! status says whether any was rejected (1) or could not be copied (2).
 
 use std::io::Read;
@@ -16,8 +16,9 @@ use std::path::Path;
 
 use anyhow::Context;
 use serde_json::json;
-use strata_store::{scan_log, LogStream, Store, StoreError};
+use strata_store::{scan_log, LogStream, Store, StoreError, TornInfo};
 
+use super::import::{torn_tail_json, torn_tail_warning};
 use super::Status;
 use crate::cli::Format;
 use crate::input::{is_postgres, open_postgres, open_store, store_failure, LoadError};
@@ -63,7 +64,7 @@ pub(crate) fn run(input: &str, output_spec: &str, format: Format) -> anyhow::Res
                     let listing = store.list()?;
                     for problem in &listing.problems {
                         tally.n_failed += 1;
-                        eprintln!("strata: {problem}");
+                        eprintln!("{}", output::visible(&format!("strata: {problem}")));
                     }
                     listing
                         .sessions
@@ -115,21 +116,33 @@ impl Tally {
         &mut self,
         id: &str,
         from: &str,
-        result: Result<u64, StoreError>,
+        result: Result<(u64, Option<TornInfo>), StoreError>,
     ) -> anyhow::Result<()> {
         let json = self.format.json;
         match result.map_err(|error| store_failure(from, error)) {
-            Ok(n_events) => {
+            Ok((n_events, torn)) => {
                 self.n_ok += 1;
                 let to = &self.to;
+                if let Some(torn) = torn {
+                    eprintln!(
+                        "{}",
+                        output::visible(&torn_tail_warning(from, n_events, torn))
+                    );
+                }
                 if json {
-                    let line =
-                        json!({"ok": true, "id": id, "events": n_events, "from": from, "to": to});
+                    let line = json!({
+                        "ok": true,
+                        "id": id,
+                        "events": n_events,
+                        "from": from,
+                        "to": to,
+                        "tornTail": torn.map(torn_tail_json),
+                    });
                     output::line(&line.to_string())
                 } else {
-                    output::line(&format!(
+                    output::line(&output::visible(&format!(
                         "converted {id} ({n_events} events) from {from} to {to}"
-                    ))
+                    )))
                 }
             }
             Err(LoadError::Invalid(rejection)) => {
@@ -149,23 +162,28 @@ impl Tally {
                     let line = json!({"ok": false, "id": id, "from": from, "error": error});
                     output::line(&line.to_string())?;
                 }
-                eprintln!("strata: {id}: {message}");
+                eprintln!(
+                    "{}",
+                    output::visible_lines(&format!("strata: {id}: {message}"))
+                );
                 Ok(())
             }
         }
     }
 }
 
-/// Streams one session from `open` into `target`, with a progress bar; the number of events.
+/// Streams one session from `open` into `target`, with a progress bar; the number of events,
+/// and the torn tail the read ended before (left out).
 fn copy<'s>(
     target: &Store,
     message: &str,
     open: impl FnOnce() -> Result<LogStream<'s>, StoreError>,
-) -> Result<u64, StoreError> {
+) -> Result<(u64, Option<TornInfo>), StoreError> {
     let progress = Progress::new(message);
     let copied = open().and_then(|stream| {
-        let stream = progress::observe(stream, &progress);
-        target.import_stream(stream)
+        let mut stream = progress::observe(stream, &progress);
+        let n_events = target.import_stream(&mut stream)?;
+        Ok((n_events, stream.torn()))
     });
     progress.finish();
     copied

@@ -59,11 +59,11 @@ pub(crate) fn run(
             .to_string(),
         )?;
     } else {
-        output::line(&format!(
+        output::line(&output::visible(&format!(
             "exported {id} ({} events) from {label} to {}",
             loaded.n_stored,
             file.display()
-        ))?;
+        )))?;
     }
     Ok(Status::Ok)
 }

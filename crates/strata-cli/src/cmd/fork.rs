@@ -241,12 +241,18 @@ fn report(forked: &Forked, at: u64, format: Format) -> anyhow::Result<Status> {
         return Ok(Status::Ok);
     }
     let n_added = (forked.n_events as u64).saturating_sub(forked.n_inherited);
-    output::line(&format!(
+    output::line(&output::visible(&format!(
         "forked {} at seq {at} into {} ({} inherited events, {n_added} added: the end-seed \
          marker and any closers)",
         forked.source, forked.child_id, forked.n_inherited
-    ))?;
-    output::line(&format!("  new session: {}", forked.location))?;
-    output::line(&format!("  next: strata inspect {}", forked.location))?;
+    )))?;
+    output::line(&output::visible(&format!(
+        "  new session: {}",
+        forked.location
+    )))?;
+    output::line(&output::visible(&format!(
+        "  next: strata inspect {}",
+        forked.location
+    )))?;
     Ok(Status::Ok)
 }

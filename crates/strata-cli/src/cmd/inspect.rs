@@ -129,9 +129,11 @@ impl View<'_> {
         })
     }
 
-    /// The text view: one aligned section per topic.
+    /// The text view: one aligned section per topic. Every string the log controls (the
+    /// label, header fields, event type and usage names) is shown through
+    /// [`output::visible`]; section titles may carry the view's own escapes.
     fn text(&self) -> Vec<String> {
-        let mut lines = vec![self.label.to_owned()];
+        let mut lines = vec![output::visible(self.label).into_owned()];
         self.session_section(&mut lines);
         self.events_section(&mut lines);
         self.surface_section(&mut lines);
@@ -200,19 +202,22 @@ impl View<'_> {
             heading_row("Events", &thousands(stats.n_events)),
             span
         ));
-        let name_width = stats
+        let counts: Vec<(String, u64)> = stats
             .counts
             .iter()
-            .map(|(name, _)| name.len())
+            .map(|(name, count)| (output::visible(name).into_owned(), *count))
+            .collect();
+        let name_width = counts
+            .iter()
+            .map(|(name, _)| name.chars().count())
             .max()
             .unwrap_or(0);
-        let count_width = stats
-            .counts
+        let count_width = counts
             .iter()
             .map(|(_, count)| thousands(*count).len())
             .max()
             .unwrap_or(0);
-        for (name, count) in &stats.counts {
+        for (name, count) in &counts {
             lines.push(format!(
                 "  {name:<name_width$}  {:>count_width$}",
                 thousands(*count)
@@ -277,20 +282,23 @@ impl View<'_> {
                 thousands(stats.step_usage.len() as u64)
             ),
         ));
-        let value_width = stats
+        let usage: Vec<(String, u64)> = stats
             .usage
+            .iter()
+            .map(|(name, total)| (output::visible(name).into_owned(), *total))
+            .collect();
+        let value_width = usage
             .iter()
             .map(|(_, total)| thousands(*total).len())
             .max()
             .unwrap_or(0);
-        let name_width = stats
-            .usage
+        let name_width = usage
             .iter()
             .map(|(name, _)| name.chars().count() + 2)
             .max()
             .unwrap_or(0)
             .max(LABEL_WIDTH);
-        for (name, total) in &stats.usage {
+        for (name, total) in &usage {
             lines.push(format!(
                 "  {name:<name_width$}{:>value_width$}",
                 thousands(*total)
@@ -320,9 +328,14 @@ fn n_log_only(stats: &LogStats) -> usize {
         .count()
 }
 
-/// `label  value` with the label padded to the label column.
+/// `label  value` with the label padded to the label column; the value as
+/// [`output::visible`] shows it.
 fn row(label: &str, value: &str) -> String {
-    format!("  {label:<width$}{value}", width = LABEL_WIDTH)
+    format!(
+        "  {label:<width$}{}",
+        output::visible(value),
+        width = LABEL_WIDTH
+    )
 }
 
 /// A section title with its headline value on the same line.

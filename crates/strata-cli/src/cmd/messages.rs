@@ -99,8 +99,12 @@ fn print_dsh(messages: &[Message], format: Format) -> anyhow::Result<Status> {
         return Ok(Status::Ok);
     }
     for message in messages {
-        output::line(&format!("── {} ({})", message.role(), message.id()))?;
-        output::line(&output::message_text(message))?;
+        output::line(&output::visible(&format!(
+            "── {} ({})",
+            message.role(),
+            message.id()
+        )))?;
+        output::line(&output::visible_lines(&output::message_text(message)))?;
     }
     Ok(Status::Ok)
 }
@@ -148,7 +152,12 @@ fn print_export(
             .to_string(),
         )?;
     } else {
-        eprintln!("{label}: cannot export as {shape}: {rule}: {error}");
+        eprintln!(
+            "{}",
+            output::visible_lines(&format!(
+                "{label}: cannot export as {shape}: {rule}: {error}"
+            ))
+        );
         if !hint.is_empty() {
             eprintln!("hint: {hint}");
         }

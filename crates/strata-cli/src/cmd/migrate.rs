@@ -28,19 +28,22 @@ pub(crate) fn run(file: &std::path::Path, format: Format) -> anyhow::Result<Stat
                     .to_string(),
                 )?;
             } else {
-                output::line(&format!(
+                output::line(&output::visible(&format!(
                     "{}: {source} → v3: {} ({} events → {}; {} derived messages verified)",
                     report.source.display(),
                     report.target.display(),
                     report.n_source_events,
                     report.n_target_events,
                     report.n_messages
-                ))?;
+                )))?;
                 if let Some(torn) = report.torn_tail {
                     eprintln!(
-                        "strata: {}: the unterminated record at line {} was left out",
-                        report.source.display(),
-                        torn.line
+                        "{}",
+                        output::visible(&format!(
+                            "strata: {}: the unterminated record at line {} was left out",
+                            report.source.display(),
+                            torn.line
+                        ))
                     );
                 }
             }
@@ -58,7 +61,7 @@ pub(crate) fn run(file: &std::path::Path, format: Format) -> anyhow::Result<Stat
                     .to_string(),
                 )?;
             } else {
-                eprintln!("{error}");
+                eprintln!("{}", output::visible_lines(&error.to_string()));
             }
             Ok(Status::Invalid)
         }

@@ -42,28 +42,28 @@ pub(crate) fn run(file: &Path, dry_run: bool) -> anyhow::Result<Status> {
         (plan, before, after)
     };
     if plan.is_empty() {
-        output::line(&format!(
+        output::line(&output::visible(&format!(
             "{}: no tool result over {} code points",
             file.display(),
             pruner.config().threshold_chars
-        ))?;
+        )))?;
         return Ok(Status::Ok);
     }
     let verb = if dry_run { "would prune" } else { "pruned" };
-    output::line(&format!(
+    output::line(&output::visible(&format!(
         "{}: {verb} {} tool results; tokens {before} → {after}",
         file.display(),
         plan.results.len()
-    ))?;
+    )))?;
     for result in &plan.results {
-        output::line(&format!(
+        output::line(&output::visible(&format!(
             "  {:>8}  {} → {} code points, {} → {} tokens",
             result.seq.get(),
             result.chars_before,
             result.chars_after,
             result.tokens_before,
             result.tokens_after
-        ))?;
+        )))?;
     }
     Ok(Status::Ok)
 }

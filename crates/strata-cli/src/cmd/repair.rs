@@ -90,19 +90,22 @@ fn report(label: &str, dry_run: bool, added: &[Arc<Event>], format: Format) -> a
         );
     }
     if added.is_empty() {
-        return output::line(&format!(
+        return output::line(&output::visible(&format!(
             "{label}: nothing to repair (no open turn or compaction bracket)"
-        ));
+        )));
     }
     let verb = if dry_run { "would append" } else { "appended" };
-    output::line(&format!("{label}: {verb} {} events:", added.len()))?;
+    output::line(&output::visible(&format!(
+        "{label}: {verb} {} events:",
+        added.len()
+    )))?;
     for event in added {
-        output::line(&format!(
+        output::line(&output::visible(&format!(
             "  {:>8}  {:<18} {}",
             event.seq().get(),
             event.event_type().as_str(),
             event.data()
-        ))?;
+        )))?;
     }
     Ok(())
 }

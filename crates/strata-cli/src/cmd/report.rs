@@ -45,7 +45,7 @@ pub(crate) fn run(file: &Path, output_path: &Path, force: bool) -> anyhow::Resul
     } else {
         create_file(output_path, page.as_bytes())?;
     }
-    output::line(&format!(
+    output::line(&output::visible(&format!(
         "wrote {} ({} events, {} surface nodes, {} shadowed, {} replacements; {} KiB)",
         output_path.display(),
         stats.n_events,
@@ -53,7 +53,7 @@ pub(crate) fn run(file: &Path, output_path: &Path, force: bool) -> anyhow::Resul
         stats.n_shadowed(),
         stats.fold.replacements.len(),
         page.len().div_ceil(1024)
-    ))?;
+    )))?;
     Ok(Status::Ok)
 }
 

@@ -24,7 +24,7 @@ pub(crate) fn run(prompt: &str, args: &AgentArgs, json: bool) -> anyhow::Result<
     }
     let id = agent.journal().id().to_owned();
     if !json {
-        note(format_args!("session {id}"));
+        note(format_args!("session {}", crate::output::visible(&id)));
     }
     let runtime = runtime()?;
     let turn = if stdout.closed().is_cancelled() {

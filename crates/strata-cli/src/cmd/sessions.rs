@@ -42,10 +42,10 @@ pub(crate) fn run(store: Option<&str>, format: Format) -> anyhow::Result<Status>
             if let Some(parent) = header.parent_session() {
                 line.push_str(&format!("  (fork of {parent})"));
             }
-            output::line(&line)?;
+            output::line(&output::visible(&line))?;
         }
         for problem in &problems {
-            eprintln!("strata: {problem}");
+            eprintln!("{}", output::visible(&format!("strata: {problem}")));
         }
     }
     Ok(if problems.is_empty() {

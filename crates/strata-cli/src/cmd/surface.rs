@@ -19,12 +19,12 @@ pub(crate) fn run(file: &std::path::Path, format: Format) -> anyhow::Result<Stat
         output::line(&output::fold_json(&fold).to_string())?;
         return Ok(Status::Ok);
     }
-    output::line(&format!(
+    output::line(&output::visible(&format!(
         "{} surface nodes, {} replacements ({} events)",
         fold.nodes.len(),
         fold.replacements.len(),
         loaded.n_stored
-    ))?;
+    )))?;
     for seq in &fold.nodes {
         let event = loaded
             .session
@@ -34,12 +34,12 @@ pub(crate) fn run(file: &std::path::Path, format: Format) -> anyhow::Result<Stat
             Some(message) => output::message_preview(&message, 72),
             None => "(no message: empty content)".to_owned(),
         };
-        output::line(&format!(
+        output::line(&output::visible(&format!(
             "{:>8}  {:<18} {}",
             seq.get(),
             event.event_type().as_str(),
             shown
-        ))?;
+        )))?;
     }
     for replacement in &fold.replacements {
         let shadowed: Vec<String> = replacement
@@ -47,13 +47,13 @@ pub(crate) fn run(file: &std::path::Path, format: Format) -> anyhow::Result<Stat
             .iter()
             .map(|s| s.get().to_string())
             .collect();
-        output::line(&format!(
+        output::line(&output::visible(&format!(
             "replace @{}: {}..{} shadowed [{}]",
             replacement.seq.get(),
             replacement.start.get(),
             replacement.end.get(),
             shadowed.join(", ")
-        ))?;
+        )))?;
     }
     Ok(Status::Ok)
 }

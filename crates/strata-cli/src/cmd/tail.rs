@@ -109,7 +109,7 @@ pub(crate) fn run(
             if format.json {
                 output::line(&event.to_value().to_string())?;
             } else {
-                output::line(&event_text(&event))?;
+                output::line(&output::visible(&event_text(&event)))?;
             }
         }
     }

@@ -28,18 +28,22 @@ pub(crate) fn run(files: &[std::path::PathBuf], format: Format) -> anyhow::Resul
                         .to_string(),
                     )?;
                 } else {
-                    output::line(&format!(
+                    output::line(&output::visible(&format!(
                         "{}: ok ({} events, {} surface nodes, {} replacements)",
                         loaded.label,
                         loaded.n_stored,
                         loaded.session.surface().len(),
                         loaded.session.surface().replace_generation()
-                    ))?;
+                    )))?;
                     if let Some(torn) = loaded.torn {
                         eprintln!(
-                            "{}: note: ignored an unfinished final record ({} bytes at byte {}): \
-                             a write that never completed, which the next writer truncates",
-                            loaded.label, torn.len, torn.offset
+                            "{}",
+                            output::visible(&format!(
+                                "{}: note: ignored an unfinished final record ({} bytes at byte \
+                                 {}): a write that never completed, which the next writer \
+                                 truncates",
+                                loaded.label, torn.len, torn.offset
+                            ))
                         );
                     }
                 }
@@ -58,7 +62,7 @@ pub(crate) fn run(files: &[std::path::PathBuf], format: Format) -> anyhow::Resul
                     let label = file.display().to_string();
                     output::line(&output::error_json(Some(&label), "io", &message).to_string())?;
                 }
-                eprintln!("strata: {message}");
+                eprintln!("{}", output::visible_lines(&format!("strata: {message}")));
                 unreadable += 1;
             }
         }

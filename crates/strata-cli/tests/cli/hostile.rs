@@ -151,3 +151,127 @@ fn damaged_logs_never_panic_any_reading_command() {
     assert!(outcomes[1] > 0, "no damaged log was rejected: {outcomes:?}");
     assert!(outcomes[0] > 0, "no command succeeded: {outcomes:?}");
 }
+
+/// The sample with a hostile header: an id holding ESC (a colour sequence), NUL and a newline,
+/// and a cwd holding an OSC window-title sequence ended by BEL.
+fn hostile_header_log(dir: &std::path::Path) -> std::path::PathBuf {
+    let text = std::fs::read_to_string(sample()).expect("sample");
+    let (header, body) = text.split_once('\n').expect("header line");
+    let mut header: Value = serde_json::from_str(header).expect("header");
+    header["id"] = Value::from("evil\u{1b}[31mRED\u{0}nul\nline");
+    header["cwd"] = Value::from("/tmp/\u{1b}]0;owned\u{7}x");
+    let path = dir.join("hostile.jsonl");
+    std::fs::write(&path, format!("{header}\n{body}")).expect("write");
+    path
+}
+
+/// A control byte a terminal would act on: C0 but newline and tab, DEL, or a C1 control
+/// (UTF-8 `C2 80`..`C2 9F`).
+fn raw_control(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().enumerate().position(|(index, &byte)| {
+        (byte < 0x20 && byte != b'\n' && byte != b'\t')
+            || byte == 0x7f
+            || (byte == 0xc2
+                && bytes
+                    .get(index + 1)
+                    .is_some_and(|next| (0x80..0xa0).contains(next)))
+    })
+}
+
+/// Issue 22: a session id (and cwd) holding ESC, NUL or a newline was printed raw by `import`,
+/// `sessions`, `inspect` and the others, so a log could recolour or retitle the terminal and
+/// fake output lines. Plain-text output now spells them out (`\u{1b}`, `\0`, `\n`).
+#[test]
+fn hostile_header_strings_reach_the_terminal_escaped() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = hostile_header_log(dir.path());
+    let db = dir.path().join("store.db");
+    let store = format!("sqlite:{}", db.display());
+    let zroot = format!("jsonl-zstd:{}", dir.path().join("zroot").display());
+    let fork = dir.path().join("fork.jsonl");
+    let raw_root = format!("jsonl:{}", dir.path().join("raw").display());
+    let shown_id = "evil\\u{1b}[31mRED\\0nul\\nline";
+    let commands: Vec<(Vec<std::ffi::OsString>, bool)> = vec![
+        (
+            vec![
+                "import".into(),
+                "--store".into(),
+                store.clone().into(),
+                log.clone().into(),
+            ],
+            true,
+        ),
+        (
+            vec!["sessions".into(), "--store".into(), store.clone().into()],
+            true,
+        ),
+        (vec!["inspect".into(), log.clone().into()], true),
+        (vec!["validate".into(), log.clone().into()], false),
+        (vec!["surface".into(), log.clone().into()], false),
+        (vec!["messages".into(), log.clone().into()], false),
+        (
+            vec!["repair".into(), "--dry-run".into(), log.clone().into()],
+            false,
+        ),
+        (
+            vec!["convert".into(), log.clone().into(), zroot.clone().into()],
+            true,
+        ),
+        (
+            vec!["sessions".into(), "--store".into(), zroot.into()],
+            true,
+        ),
+        (
+            vec![
+                "fork".into(),
+                log.clone().into(),
+                "--at".into(),
+                "20".into(),
+                "-o".into(),
+                fork.into(),
+            ],
+            false,
+        ),
+        // A whole store to another (an id with NUL cannot be named on a command line).
+        (
+            vec!["convert".into(), store.clone().into(), raw_root.into()],
+            true,
+        ),
+        // The id again: a refusal's message names it too.
+        (
+            vec![
+                "import".into(),
+                "--store".into(),
+                store.into(),
+                log.clone().into(),
+            ],
+            true,
+        ),
+    ];
+    for (args, names_id) in commands {
+        let output = strata()
+            .args(&args)
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("run");
+        assert!(
+            matches!(output.status.code(), Some(0..=2)),
+            "{args:?}: {:?}",
+            output.status
+        );
+        for (stream, bytes) in [("stdout", &output.stdout), ("stderr", &output.stderr)] {
+            if let Some(at) = raw_control(bytes) {
+                panic!(
+                    "{args:?}: raw control byte 0x{:02x} in {stream} at {at}: {}",
+                    bytes[at],
+                    String::from_utf8_lossy(bytes)
+                );
+            }
+        }
+        let text = String::from_utf8_lossy(&output.stdout).into_owned()
+            + &String::from_utf8_lossy(&output.stderr);
+        if names_id {
+            assert!(text.contains(shown_id), "{args:?}: {text}");
+        }
+    }
+}

@@ -61,6 +61,28 @@ fn migrate_publishes_a_verified_v3_log_beside_the_untouched_source() {
     strata().arg("migrate").arg(&source).assert().code(2);
 }
 
+/// Issue 22: a bare file name run in its own directory. The publish fsynced the target's
+/// parent, which is the empty path for a bare name, so the command failed (exit 2) after the
+/// V3 log was already published, and a rerun then refused it as existing.
+#[test]
+fn migrate_of_a_bare_file_name_in_its_directory_succeeds() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    v0_session(dir.path(), str::to_owned);
+    strata()
+        .current_dir(dir.path())
+        .args(["migrate", "session.jsonl"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "session.jsonl: v0 → v3: session.v3.jsonl (529 events",
+        ));
+    strata()
+        .current_dir(dir.path())
+        .args(["validate", "session.v3.jsonl"])
+        .assert()
+        .success();
+}
+
 #[test]
 fn an_invalid_source_is_refused_and_nothing_is_written() {
     let dir = tempfile::tempdir().expect("temp dir");

@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use strata_store::{Compression, Store};
+
 use super::*;
 
 /// A scratch home whose default store starts empty.
@@ -433,4 +435,293 @@ fn importing_a_dsh_v0_log_points_at_migrate_and_the_migrated_copy_imports() {
     home.import(&home.path("session.v3.jsonl"));
     let (_, value) = json_output(home.strata().args(["sessions", "--json"]));
     assert_eq!(value["sessions"].as_array().map(Vec::len), Some(1));
+}
+
+/// Every file under `dir` whose name ends in `.tmp`.
+fn temp_files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|extension| extension == "tmp") {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// Issue 22: an import killed while it publishes into a JSONL store leaves its temp file (the
+/// whole log, up to that point) in the session directory; nothing removed it. The next import
+/// of that session does, and publishes the log.
+#[test]
+fn an_import_killed_mid_publish_leaves_a_temp_file_the_next_import_removes() {
+    let home = Home::new();
+    let root = home.path("root");
+    let spec = format!("jsonl:{}", root.display());
+    // The kill lands while the temp file exists: the child is killed as soon as it holds
+    // bytes, and a child that got further (published already) is tried again with a longer
+    // log.
+    let mut n_events = 5_000;
+    let (log, left) = loop {
+        let session = strata_core::synth::generate(&strata_core::synth::SynthConfig {
+            events: n_events,
+            content_bytes: 2_000,
+            id: "big".into(),
+            ..strata_core::synth::SynthConfig::default()
+        })
+        .expect("synthetic session");
+        let log = home.path(&format!("big-{n_events}.jsonl"));
+        strata_store::write_log(&log, session.header(), session.events()).expect("write log");
+        let _ = std::fs::remove_dir_all(&root);
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+            .env("STRATA_HOME", home.path("home"))
+            .args(["import", "--store", &spec])
+            .arg(&log)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn strata import");
+        let written = |path: &PathBuf| std::fs::metadata(path).is_ok_and(|meta| meta.len() > 0);
+        while !temp_files_under(&root).iter().any(written)
+            && child.try_wait().expect("wait").is_none()
+        {
+            std::thread::yield_now();
+        }
+        child.kill().expect("SIGKILL"); // a child that already exited is not an error here
+        child.wait().expect("reap");
+        let left = temp_files_under(&root);
+        if !left.is_empty() {
+            break (log, left);
+        }
+        assert!(
+            n_events < 1_000_000,
+            "the import never showed its temp file"
+        );
+        n_events *= 4;
+    };
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(std::fs::metadata(&left[0]).expect("stat").len() > 0);
+    home.strata()
+        .args(["import", "--store", &spec])
+        .arg(&log)
+        .assert()
+        .success();
+    assert_eq!(temp_files_under(&root), Vec::<PathBuf>::new());
+    let published = left[0].with_file_name("session.v3.jsonl");
+    assert_eq!(
+        std::fs::read(&published).expect("published log"),
+        std::fs::read(&log).expect("source log")
+    );
+}
+
+/// Runs `import --json` of `file` into the SQLite store `db`: exit code, the JSON object, and
+/// stderr.
+fn import_json(home: &Home, file: &Path, db: &Path) -> (Option<i32>, Value, String) {
+    let output = home
+        .strata()
+        .args(["import", "--json", "--store"])
+        .arg(db)
+        .arg(file)
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8(output.stderr).expect("utf8");
+    let value = serde_json::from_slice(&output.stdout).unwrap_or(Value::Null);
+    (output.status.code(), value, stderr)
+}
+
+/// Issue 22: a zstd log cut inside a frame (a crash mid-append, or a copy cut short) imported
+/// the events before the torn frame and said nothing about the rest. It still imports them,
+/// and says on stderr that the tail was torn, naming the file and how many events it kept.
+/// The sample is compressed by strata's own writer (`strata convert` to a zstd store: a header
+/// frame, then one frame of every event), then cut at several offsets.
+#[test]
+fn a_torn_zstd_log_imports_its_complete_events_with_a_warning() {
+    let home = Home::new();
+    let root = home.path("zroot");
+    home.strata()
+        .arg("convert")
+        .arg(sample())
+        .arg(format!("jsonl-zstd:{}", root.display()))
+        .assert()
+        .success();
+    let log = root
+        .join("--home-user-project--")
+        .join("sample-session")
+        .join("session.v3.jsonl.zstd");
+    let bytes = std::fs::read(&log).expect("zstd log");
+    let header_end = zstd::zstd_safe::find_frame_compressed_size(&bytes).expect("header frame");
+    assert!(header_end < bytes.len());
+    // Cut inside the frame's one block, nothing of it decodes; cut in its checksum, the block
+    // is whole and its 130 complete records are kept.
+    let cuts = [
+        (header_end + 1, 0, ""),
+        ((header_end + bytes.len()) / 2, 0, ""),
+        (
+            bytes.len() - 1,
+            130,
+            ", 130 of them recovered from the torn zstd frame",
+        ),
+    ];
+    for (cut, n_kept, recovered) in cuts {
+        let file = home.path(&format!("cut-{cut}.jsonl.zstd"));
+        std::fs::write(&file, &bytes[..cut]).expect("write");
+        let db = home.path(&format!("cut-{cut}.db"));
+        let (code, value, stderr) = import_json(&home, &file, &db);
+        assert_eq!(code, Some(0), "cut at {cut}: {stderr}");
+        assert_eq!(value["events"], n_kept, "cut at {cut}");
+        assert_eq!(value["tornTail"]["offset"], header_end);
+        assert_eq!(value["tornTail"]["bytes"], cut - header_end);
+        assert_eq!(value["tornTail"]["recovered"], n_kept);
+        assert!(
+            stderr.contains(&format!(
+                "strata: warning: {}: the log ends in a torn write ({} bytes from byte \
+                 {header_end}, never completed): kept the {n_kept} complete events before \
+                 it{recovered} and left the torn tail out",
+                file.display(),
+                cut - header_end
+            )),
+            "cut at {cut}: {stderr}"
+        );
+    }
+    // `convert` copies the same way and says the same.
+    let file = home.path(&format!("cut-{}.jsonl.zstd", bytes.len() - 1));
+    home.strata()
+        .arg("convert")
+        .arg(&file)
+        .arg(format!("sqlite:{}", home.path("converted.db").display()))
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "converted sample-session (130 events)",
+        ))
+        .stderr(predicate::str::contains(format!(
+            "strata: warning: {}: the log ends in a torn write",
+            file.display()
+        )));
+    // Cut inside the header frame, the log has no header: refused, nothing stored.
+    for cut in [10, header_end - 1] {
+        let file = home.path(&format!("head-{cut}.jsonl.zstd"));
+        std::fs::write(&file, &bytes[..cut]).expect("write");
+        let db = home.path(&format!("head-{cut}.db"));
+        let (code, value, stderr) = import_json(&home, &file, &db);
+        assert_eq!(code, Some(1), "cut at {cut}: {stderr}");
+        assert_eq!(value["ok"], false, "cut at {cut}");
+        assert!(!stderr.contains("warning"), "cut at {cut}: {stderr}");
+    }
+}
+
+/// The same through a log of many frames, as strata's writer appends them (one frame per
+/// batch), with batches large enough for a frame of several zstd blocks: a cut anywhere keeps
+/// exactly the events of the complete frames before it plus the complete records the torn
+/// frame's complete blocks hold, each byte-identical to the source, and says how many.
+#[test]
+fn a_torn_zstd_log_of_many_frames_keeps_every_complete_record_before_the_cut() {
+    let home = Home::new();
+    let store = Store::jsonl(home.path("zroot"), Compression::Zstd);
+    let header = strata_core::SessionHeader::fresh("torn", 1).expect("header");
+    let writer = store.create(header).expect("create");
+    let log = home
+        .path("zroot")
+        .join("_no-cwd")
+        .join("torn")
+        .join("session.v3.jsonl.zstd");
+    let mut frame_ends = vec![std::fs::metadata(&log).expect("stat").len() as usize];
+    for batch in 0..4_u64 {
+        // Four turns a batch, tool results of ~100 KiB: frames of several 128 KiB blocks.
+        let mut candidates = Vec::new();
+        for turn in 0..4 {
+            let first_seq = writer.durable_len() + candidates.len() as u64;
+            candidates.extend(strata_store::synth::turn_candidates(
+                batch * 4 + turn + 1,
+                first_seq,
+                100_000,
+            ));
+        }
+        writer.append(candidates, 2).expect("append");
+        frame_ends.push(std::fs::metadata(&log).expect("stat").len() as usize);
+    }
+    writer.close().expect("close");
+    let bytes = std::fs::read(&log).expect("log");
+    let source = strata_store::read_log(&log).expect("read").events;
+    assert_eq!(source.len(), 128);
+    let mut n_cuts_recovering = 0;
+    for window in frame_ends.windows(2) {
+        let (start, end) = (window[0], window[1]);
+        for cut in [start + 1, start + (end - start) / 3, end - 1] {
+            let file = home.path(&format!("cut-{cut}.jsonl.zstd"));
+            std::fs::write(&file, &bytes[..cut]).expect("write");
+            let db = home.path(&format!("cut-{cut}.db"));
+            let (code, value, stderr) = import_json(&home, &file, &db);
+            assert_eq!(code, Some(0), "cut at {cut}: {stderr}");
+            let n_kept = value["events"].as_u64().expect("events") as usize;
+            let n_before = 32 * (frame_ends.iter().position(|&e| e == start).expect("frame"));
+            let n_recovered = value["tornTail"]["recovered"].as_u64().expect("recovered");
+            assert_eq!(n_kept, n_before + n_recovered as usize, "cut at {cut}");
+            n_cuts_recovering += usize::from(n_recovered > 0);
+            assert_eq!(value["tornTail"]["offset"], start, "cut at {cut}");
+            assert!(
+                stderr.contains(&format!(
+                    "{}: the log ends in a torn write ({} bytes from byte {start}, never \
+                     completed): kept the {n_kept} complete events before it",
+                    file.display(),
+                    cut - start
+                )),
+                "cut at {cut}: {stderr}"
+            );
+            let stored = Store::sqlite(&db)
+                .expect("store")
+                .read("torn")
+                .expect("read")
+                .events;
+            assert_eq!(stored[..], source[..n_kept], "cut at {cut}");
+        }
+    }
+    // The cuts a third into each frame fall after its first complete block.
+    assert!(n_cuts_recovering >= 4, "{n_cuts_recovering}");
+}
+
+/// Issue 22: an id over 255 bytes failed on the JSONL and SQLite stores with "File name too
+/// long" (the SQLite store only because its lock file was named after the id). SQLite now takes
+/// it; a JSONL store, whose dsh layout cannot hold it, refuses it before writing anything,
+/// naming the limit.
+#[test]
+fn a_long_session_id_imports_into_sqlite_and_is_refused_by_jsonl_naming_the_limit() {
+    let home = Home::new();
+    let text = std::fs::read_to_string(sample()).expect("sample");
+    let id = "i".repeat(256);
+    let log = home.path("long.jsonl");
+    std::fs::write(
+        &log,
+        text.replacen("\"id\":\"sample-session\"", &format!("\"id\":\"{id}\""), 1),
+    )
+    .expect("write");
+    home.strata()
+        .arg("import")
+        .arg(&log)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(format!(
+            "imported {id} (130 events)"
+        )));
+    let root = home.path("root");
+    home.strata()
+        .args(["import", "--store"])
+        .arg(format!("jsonl:{}", root.display()))
+        .arg(&log)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(format!(
+            "strata: session id \"{}\"… is 256 bytes, 256 as a directory name; jsonl:{} takes at \
+             most 255 (dsh's layout names a session's directory after its id",
+            &id[..32],
+            root.display()
+        )));
+    assert!(!root.exists());
 }

@@ -493,6 +493,34 @@ mod repair {
         assert_eq!(std::fs::read(&log).expect("read"), repaired);
     }
 
+    /// Issue 22: a session file named relative to the working directory (a bare name in its
+    /// session directory, or `ID/session.v3.jsonl` from its project directory) had no parents
+    /// to walk up to the store root, so the log was refused as "not in a session store layout".
+    #[test]
+    fn a_session_file_named_relative_to_the_working_directory_is_repaired() {
+        let scratch = tempfile::tempdir().expect("temp dir");
+        let log = crashed_store(scratch.path());
+        let session_dir = log.parent().expect("session dir");
+        let name = log.file_name().expect("name").to_str().expect("utf8");
+        let value = run_json(
+            quiet(scratch.path())
+                .current_dir(session_dir)
+                .args(["repair", "--json", name]),
+            0,
+        );
+        assert_eq!(value["repaired"], true);
+        let project_dir = session_dir.parent().expect("project dir");
+        let relative = Path::new(session_dir.file_name().expect("id")).join(name);
+        let (text, _) = run(
+            quiet(scratch.path())
+                .current_dir(project_dir)
+                .arg("repair")
+                .arg(&relative),
+            0,
+        );
+        assert!(text.contains("nothing to repair"), "{text}");
+    }
+
     #[test]
     fn a_stored_session_is_repaired_through_its_store() {
         let scratch = tempfile::tempdir().expect("temp dir");

@@ -6,7 +6,9 @@
 //!    source is refused here: nothing has been written.
 //! 2. The source is read again and streamed through the edges into an exclusive temporary file
 //!    next to the target (raw lines, or zstd frames of about 1 MiB of plaintext each), then
-//!    fsynced. Any failure removes the temporary file.
+//!    fsynced. Any failure removes the temporary file; one a killed migration left is removed
+//!    by the next migration to the same target (see `temp`: it is locked while its writer
+//!    lives).
 //! 3. The temporary file is re-read with the native V3 reader and validated under V3 rules; its
 //!    derived messages must say what the source's said (same roles, text, tool calls and
 //!    results, in order; the system prompt, now a message, is set aside). A failure removes it.
@@ -16,11 +18,9 @@
 //! Invariant: every pass streams; memory holds one record, one model attempt, the edges'
 //! run-length seq maps and the validators' surface state, independent of the log's length.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -35,6 +35,7 @@ use crate::codec::{encode_header_line, TornTail};
 use crate::layout::session_file_name;
 use crate::legacy::{sniff, LegacyReader, ReadError};
 use crate::ranges::encode_source_seqs;
+use crate::temp::TempFile;
 use crate::zstd::{FrameCompressor, DEFAULT_LEVEL};
 
 /// Plaintext bytes per zstd frame written by a migration (persistence §2.10: ~1 MiB slices).
@@ -79,33 +80,27 @@ pub fn migrate_file(source: &Path) -> Result<MigrateReport, MigrateError> {
     // Pass 1: the source must be valid under its own rules before anything is written.
     let before = validate_source(source)?;
 
-    // Pass 2: stream through the edges into an exclusive temporary file.
-    let temp = temp_path(&target);
-    let written = write_temp(source, &temp, hint.zstd);
-    let n_target_events = match written {
-        Ok(n) => n,
-        Err(error) => {
-            let _ = fs::remove_file(&temp);
-            return Err(error);
-        }
-    };
+    // Pass 2: stream through the edges into an exclusive, locked temporary file, after
+    // removing the ones migrations killed before they finished left beside the target (see
+    // `temp`). Every failure from here on drops `temp`, which removes its name.
+    crate::temp::sweep(&target);
+    let mut temp = TempFile::create(&target).map_err(|source_error| MigrateError::Io {
+        op: "create a temporary file beside",
+        path: target.clone(),
+        source: source_error,
+    })?;
+    let n_target_events = write_temp(source, &mut temp, hint.zstd)?;
 
     // Pass 3: re-read and validate as V3; the messages must say the same thing.
-    let verified = verify_target(&temp, hint.zstd).and_then(|after| {
-        compare_messages(&before, &after).map_err(|detail| MigrateError::Verify {
-            path: temp.clone(),
-            detail,
-        })?;
-        Ok(after)
-    });
-    if let Err(error) = verified {
-        let _ = fs::remove_file(&temp);
-        return Err(error);
-    }
+    let after = verify_target(temp.path(), hint.zstd)?;
+    compare_messages(&before, &after).map_err(|detail| MigrateError::Verify {
+        path: temp.path().to_path_buf(),
+        detail,
+    })?;
 
     // Publish without ever replacing a file.
-    let published = fs::hard_link(&temp, &target);
-    let _ = fs::remove_file(&temp);
+    let published = fs::hard_link(temp.path(), &target);
+    drop(temp);
     match published {
         Ok(()) => {}
         Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {
@@ -119,7 +114,8 @@ pub fn migrate_file(source: &Path) -> Result<MigrateReport, MigrateError> {
             })
         }
     }
-    let dir = target.parent().unwrap_or_else(|| Path::new("."));
+    // A bare target name's parent is "", which cannot be opened: its directory is ".".
+    let dir = crate::temp::dir_of(&target);
     File::open(dir)
         .and_then(|handle| handle.sync_all())
         .map_err(|source_error| MigrateError::Io {
@@ -138,20 +134,14 @@ pub fn migrate_file(source: &Path) -> Result<MigrateReport, MigrateError> {
     })
 }
 
-fn temp_path(target: &Path) -> PathBuf {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nonce = (u64::from(std::process::id()) << 20) ^ COUNTER.fetch_add(1, Ordering::Relaxed);
-    let mut name = target.as_os_str().to_owned();
-    name.push(format!(".{nonce:012x}.migrating.tmp"));
-    PathBuf::from(name)
-}
-
 /// Streams the source through the edges into `temp`; returns the number of V3 events.
-fn write_temp(source: &Path, temp: &Path, zstd: bool) -> Result<u64, MigrateError> {
+fn write_temp(source: &Path, temp: &mut TempFile, zstd: bool) -> Result<u64, MigrateError> {
+    let temp_path = temp.path().to_path_buf();
     let io_error = |op: &'static str| {
+        let path = temp_path.clone();
         move |source_error: io::Error| MigrateError::Io {
             op,
-            path: temp.to_path_buf(),
+            path,
             source: source_error,
         }
     };
@@ -184,13 +174,7 @@ fn write_temp(source: &Path, temp: &Path, zstd: bool) -> Result<u64, MigrateErro
             edge: "v2→v3",
             detail: format!("the migrated header is not a valid v3 header: {source_error}"),
         })?;
-    let handle = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(temp)
-        .map_err(io_error("create"))?;
-    let mut out = BufWriter::with_capacity(4 << 20, handle);
+    let mut out = BufWriter::with_capacity(4 << 20, temp.file());
     let mut compressor = if zstd {
         Some(FrameCompressor::new(DEFAULT_LEVEL).map_err(io_error("start zstd for"))?)
     } else {
@@ -199,7 +183,7 @@ fn write_temp(source: &Path, temp: &Path, zstd: bool) -> Result<u64, MigrateErro
     let mut batch = Vec::with_capacity(FRAME_PLAINTEXT_LEN + 64 * 1024);
     encode_header_line(&v3_header, &mut batch).map_err(|codec| MigrateError::Io {
         op: "encode header for",
-        path: temp.to_path_buf(),
+        path: temp_path.clone(),
         source: io::Error::other(codec.to_string()),
     })?;
     // The header is a frame of its own (persistence §2.5).
@@ -216,7 +200,7 @@ fn write_temp(source: &Path, temp: &Path, zstd: bool) -> Result<u64, MigrateErro
     flush_batch(&mut out, compressor.as_mut(), &mut batch).map_err(io_error("write"))?;
     let handle = out.into_inner().map_err(|error| MigrateError::Io {
         op: "write",
-        path: temp.to_path_buf(),
+        path: temp_path.clone(),
         source: error.into_error(),
     })?;
     handle.sync_all().map_err(io_error("fsync"))?;

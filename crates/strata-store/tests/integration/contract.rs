@@ -106,7 +106,7 @@ fn second_writer_gets_the_lock_error_naming_a_pid() {
         assert_eq!(
             error.to_string(),
             format!(
-                "session locked is open for writing by pid {}",
+                "session \"locked\" is open for writing by pid {}",
                 std::process::id()
             )
         );

@@ -8,7 +8,7 @@ use std::path::Path;
 use strata_core::{payload, Candidate, HeaderSpec, SessionHeader, SurfaceIntent};
 use strata_store::{
     read_log, AppendError, CodecError, Compression, JsonlBackend, JsonlConfig, Store, StoreError,
-    DEFAULT_MAX_RECORD_LEN,
+    DEFAULT_MAX_RECORD_LEN, MAX_SEGMENT_BYTES, POSTGRES_MAX_ID_BYTES,
 };
 
 use crate::common::{all, store, Kind};
@@ -67,10 +67,12 @@ fn hostile_ids_are_encoded_inside_the_root_or_refused() {
                     assert_eq!(log.header.id(), id, "{kind:?}");
                     assert!(store.list().unwrap().sessions.iter().any(|h| h.id() == id));
                 }
-                // Only the 4 KiB id may be refused (its encoding exceeds a file-name limit),
-                // and PostgreSQL, whose text cannot hold NUL, refuses the NUL id up front.
+                // Only the 4 KiB id may be refused, naming the store's limit (see
+                // `ids_at_and_past_each_stores_limit`), and PostgreSQL, whose text cannot hold
+                // NUL, refuses the NUL id up front.
                 Err(StoreError::BadId { .. }) if kind == Kind::Postgres && id.contains('\0') => {}
-                Err(error) => assert_eq!(id, long, "{kind:?} refused {id:?}: {error}"),
+                Err(StoreError::IdTooLong { .. }) if id == long => {}
+                Err(error) => panic!("{kind:?} refused {id:?}: {error}"),
             }
         }
         // Nothing was created outside the store's own directory.
@@ -79,6 +81,89 @@ fn hostile_ids_are_encoded_inside_the_root_or_refused() {
         assert!(!outside.exists());
         for path in files_under(&dir.path().join("inner")) {
             assert!(path.starts_with(dir.path().join("inner")));
+        }
+    }
+}
+
+/// Issue 22: ids of more than ~250 bytes failed with "File name too long" on the JSONL store
+/// (dsh's layout makes the encoded id a directory name, which dsh itself cannot create past 255
+/// bytes) and on SQLite (its lock file was named after the encoded id). A JSONL store now
+/// refuses an id whose directory name would pass 255 bytes, naming the limit, before writing
+/// anything; SQLite takes any id (a long one's lock file name is hashed); PostgreSQL refuses
+/// ids past the 2048 bytes its B-tree keys hold for certain.
+#[test]
+fn ids_at_and_past_each_stores_limit() {
+    let accents = "é".repeat(52); // 104 bytes, 260 as `~00E9` escapes
+    let cases: [(String, usize); 4] = [
+        ("i".repeat(255), 255),
+        ("i".repeat(256), 256),
+        ("i".repeat(10_000), 10_000),
+        (accents, 260),
+    ];
+    for kind in all() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(kind, &dir.path().join("inner"));
+        for (id, n_name_bytes) in &cases {
+            let limit = match kind {
+                Kind::Raw | Kind::Zstd => Some(MAX_SEGMENT_BYTES),
+                Kind::Postgres => Some(POSTGRES_MAX_ID_BYTES),
+                Kind::Memory | Kind::Sqlite => None,
+            };
+            let measured = match kind {
+                Kind::Raw | Kind::Zstd => *n_name_bytes,
+                _ => id.len(),
+            };
+            let created = store.create(header_for(id));
+            match limit.filter(|&limit| measured > limit) {
+                None => {
+                    let writer = created
+                        .unwrap_or_else(|error| panic!("{kind:?}: {} bytes: {error}", id.len()));
+                    crate::common::append_turns(&writer, 1);
+                    writer.close().unwrap();
+                    assert_eq!(store.load(id).unwrap().len(), 9, "{kind:?}");
+                    // The writer lock works for it: a second writer is refused while one is open.
+                    let writer = store.open_write(id).unwrap();
+                    assert!(matches!(
+                        store.open_write(id),
+                        Err(StoreError::Locked { .. })
+                    ));
+                    drop(writer);
+                    assert!(store.list().unwrap().sessions.iter().any(|h| h.id() == *id));
+                    store.delete(id).unwrap();
+                    assert!(!store.backend().exists(id).unwrap(), "{kind:?}");
+                }
+                Some(limit) => {
+                    let error = created
+                        .err()
+                        .unwrap_or_else(|| panic!("{kind:?}: a {}-byte id was created", id.len()));
+                    let StoreError::IdTooLong {
+                        n_bytes,
+                        limit: named,
+                        ..
+                    } = &error
+                    else {
+                        panic!("{kind:?}: {error}");
+                    };
+                    assert_eq!((*n_bytes, *named), (id.len(), limit), "{kind:?}");
+                    let message = error.to_string();
+                    assert!(
+                        message.contains(&format!(" is {} bytes", id.len()))
+                            && message.contains(&format!("takes at most {limit} (")),
+                        "{kind:?}: {message}"
+                    );
+                    // Refused before anything was written; a lookup finds nothing.
+                    assert!(!store.backend().exists(id).unwrap(), "{kind:?}");
+                    assert!(store.list().unwrap().sessions.is_empty(), "{kind:?}");
+                    assert!(matches!(store.load(id), Err(StoreError::NotFound { .. })));
+                }
+            }
+        }
+        if matches!(kind, Kind::Raw | Kind::Zstd) {
+            // Nothing but project directories (from the ids it took) in the root.
+            for path in files_under(&dir.path().join("inner")) {
+                let name = path.file_name().unwrap().len();
+                assert!(name <= MAX_SEGMENT_BYTES, "{kind:?}: {}", path.display());
+            }
         }
     }
 }

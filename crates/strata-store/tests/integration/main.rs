@@ -31,6 +31,10 @@ mod stream;
 /// Migration of older generations to V3 (issue 4).
 mod migrate;
 
+/// Temporary files of killed writers are removed by the next write of the same file; a live
+/// writer's are left alone (issue 22).
+mod temp_files;
+
 /// Lazy opens from checkpoints and offset indexes, across damaged or stale sidecars (issue 9).
 mod resume;
 

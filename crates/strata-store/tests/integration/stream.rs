@@ -150,7 +150,7 @@ fn compression_modes_store_the_same_events() {
     for compression in [Compression::None, Compression::Zstd] {
         let store = Store::jsonl(dir.path().join(format!("{compression:?}")), compression);
         let n = store
-            .import_stream(scan_log(&raw).expect("scan"))
+            .import_stream(&mut scan_log(&raw).expect("scan"))
             .expect("import");
         assert_eq!(n as usize, n_events);
         reads.push(store.read("long").expect("read").events);

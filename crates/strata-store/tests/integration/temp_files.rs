@@ -1,0 +1,139 @@
+//! Temporary files of killed writers (issue 22): a writer killed mid-publish leaves its
+//! `<target>.<hex>.tmp` behind (a killed import: up to the whole log). The next write of the
+//! same file removes it — a JSONL store's create or open for writing, `write_log`, a
+//! migration — but never one a live writer still holds locked (docs/format.md §5b).
+//!
+//! A killed writer's file is planted here exactly as the kernel leaves it: bytes under a temp
+//! name, with no lock held. A live writer is this test process holding the file's `flock` on
+//! a descriptor of its own (a lock of another open file description, as another process's
+//! would be). `strata-cli`'s tests kill a real `strata import` mid-publish.
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+
+use fs4::fs_std::FileExt as _;
+use strata_store::migrate::migrate_file;
+use strata_store::{write_log, Compression, JsonlBackend, JsonlConfig, Store};
+
+use crate::common::{append_turns, header};
+
+/// A temp file as a killed writer leaves it: partly written, unlocked.
+fn plant_stale(target: &Path, nonce: &str) -> PathBuf {
+    let mut name = target.as_os_str().to_owned();
+    name.push(format!(".{nonce}.tmp"));
+    let path = PathBuf::from(name);
+    fs::write(
+        &path,
+        b"{\"type\":\"session\",\"version\":3,\"id\":\"cut off her",
+    )
+    .unwrap();
+    path
+}
+
+/// A temp file a live writer holds: planted, and locked until the returned file is dropped.
+fn plant_live(target: &Path, nonce: &str) -> (PathBuf, File) {
+    let path = plant_stale(target, nonce);
+    let holder = File::open(&path).unwrap();
+    assert!(holder.try_lock_exclusive().unwrap());
+    (path, holder)
+}
+
+fn jsonl(root: &Path, compression: Compression) -> Store {
+    Store::new(JsonlBackend::new(JsonlConfig::new(root, compression)))
+}
+
+#[test]
+fn a_jsonl_create_removes_a_killed_writers_temp_and_keeps_a_live_ones() {
+    for (compression, file_name) in [
+        (Compression::None, "session.v3.jsonl"),
+        (Compression::Zstd, "session.v3.jsonl.zstd"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        let session_dir = root.join("--work-project--").join("s1");
+        fs::create_dir_all(&session_dir).unwrap();
+        let target = session_dir.join(file_name);
+        let stale = plant_stale(&target, "0123456789ab");
+        let (live, holder) = plant_live(&target, "ba9876543210");
+        let unrelated = session_dir.join("notes.tmp");
+        fs::write(&unrelated, b"not ours").unwrap();
+
+        let store = jsonl(&root, compression);
+        let writer = store.create(header("s1", 1)).unwrap();
+        append_turns(&writer, 1);
+        writer.close().unwrap();
+        assert!(
+            !stale.exists(),
+            "{compression:?}: the killed writer's temp is removed"
+        );
+        assert!(
+            live.exists(),
+            "{compression:?}: a live writer's temp is left alone"
+        );
+        assert!(unrelated.exists());
+        assert_eq!(store.load("s1").unwrap().len(), 9);
+
+        // Once its writer is gone, the next open for writing removes it.
+        drop(holder);
+        drop(store.open_write("s1").unwrap());
+        assert!(!live.exists(), "{compression:?}");
+    }
+}
+
+#[test]
+fn write_log_removes_a_killed_writers_temp_beside_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = jsonl(&dir.path().join("root"), Compression::None);
+    let writer = store.create(header("s1", 1)).unwrap();
+    append_turns(&writer, 2);
+    writer.close().unwrap();
+    let session = store.load("s1").unwrap();
+    let out = dir.path().join("export.jsonl");
+    let stale = plant_stale(&out, "00000000cafe");
+    let (live, _holder) = plant_live(&out, "00000000beef");
+    write_log(&out, session.header(), session.events()).unwrap();
+    assert!(!stale.exists());
+    assert!(live.exists());
+    assert_eq!(
+        strata_store::read_log(&out).unwrap().events.len(),
+        session.len()
+    );
+}
+
+#[test]
+fn a_migration_removes_a_killed_migrations_temp_beside_its_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("session.jsonl");
+    fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/v0/generated/gen-e500-s11.jsonl"),
+        &source,
+    )
+    .unwrap();
+    let target = dir.path().join("session.v3.jsonl");
+    // Earlier builds named a migration's temp file `….migrating.tmp`.
+    let mut old_name = target.as_os_str().to_owned();
+    old_name.push(".0000012345ab.migrating.tmp");
+    let stale_old = PathBuf::from(old_name);
+    fs::write(&stale_old, b"partial").unwrap();
+    let stale = plant_stale(&target, "0123456789ab");
+    let (live, _holder) = plant_live(&target, "ba9876543210");
+    let report = migrate_file(&source).unwrap();
+    assert_eq!(report.target, target);
+    assert!(!stale_old.exists() && !stale.exists());
+    assert!(live.exists());
+    // Only the source, the published log and the live writer's temp remain.
+    let mut names: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "session.jsonl",
+            "session.v3.jsonl",
+            "session.v3.jsonl.ba9876543210.tmp"
+        ]
+    );
+}
