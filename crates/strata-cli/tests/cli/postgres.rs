@@ -559,7 +559,7 @@ fn a_second_host_resuming_a_session_in_use_is_refused_and_the_first_keeps_writin
     assert_eq!(output.status.code(), Some(2), "{output:?}");
     let stderr = String::from_utf8_lossy(&output.stderr);
     let holder = format!(
-        "session shared is open for writing by pid {}",
+        "session \"shared\" is open for writing by pid {}",
         first.child.id()
     );
     assert!(stderr.contains(&holder), "{stderr}");
