@@ -21,6 +21,7 @@ use serde_json::{Number, Value};
 pub use held::{
     from_str, held_from_text, parse, parse_held, text_from_held, to_js_string_pretty, to_js_vec,
 };
+pub(crate) use held::{has_reserved, held_from_wtf8};
 
 use crate::seq::MAX_SAFE_INTEGER;
 

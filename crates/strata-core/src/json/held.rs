@@ -433,3 +433,30 @@ pub(super) fn code_units(held: &str) -> Vec<u16> {
     }
     out
 }
+
+/// A string serde_json read as bytes (`deserialize_bytes`, which does not pair escapes) as a
+/// held string: its WTF-8 spells a lone surrogate as the three-byte form of its code point.
+/// `None` for bytes that are neither UTF-8 nor such a spelling.
+pub(crate) fn held_from_wtf8(bytes: &[u8]) -> Option<String> {
+    let mut held = String::with_capacity(bytes.len());
+    let mut rest = bytes;
+    loop {
+        match std::str::from_utf8(rest) {
+            Ok(text) => {
+                held.push_str(&held_from_text(text));
+                return Some(held);
+            }
+            Err(error) => {
+                let (valid, after) = rest.split_at(error.valid_up_to());
+                held.push_str(&held_from_text(std::str::from_utf8(valid).ok()?));
+                // The three-byte form of U+D800..=U+DFFF: ED A0..BF 80..BF.
+                let [0xED, second @ 0xA0..=0xBF, third @ 0x80..=0xBF, ..] = *after else {
+                    return None;
+                };
+                let unit = 0xD000 | (u16::from(second & 0x3F) << 6) | u16::from(third & 0x3F);
+                held.push(held_lone(unit));
+                rest = &after[3..];
+            }
+        }
+    }
+}
