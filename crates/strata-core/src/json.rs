@@ -19,7 +19,8 @@
 use serde_json::{Number, Value};
 
 pub use held::{
-    from_str, held_from_text, parse, parse_held, text_from_held, to_js_string_pretty, to_js_vec,
+    from_str, held_from_text, held_value_from_text, parse, parse_held, text_from_held,
+    text_value_from_held, to_js_string_pretty, to_js_vec,
 };
 pub(crate) use held::{has_reserved, held_from_wtf8};
 

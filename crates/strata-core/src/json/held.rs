@@ -93,6 +93,41 @@ pub fn text_from_held(held: &str) -> Cow<'_, str> {
     Cow::Owned(text)
 }
 
+/// `value`, built from text that did not come from JSON (a tool's metadata), with every
+/// string and key held ([`held_from_text`]).
+pub fn held_value_from_text(value: Value) -> Value {
+    map_strings(value, &held_from_text)
+}
+
+/// `value` with every string and key as text ([`text_from_held`]): what code that reads a
+/// value as text (a tool reading its arguments) is given, as Node would hand a JavaScript
+/// string to the file system.
+pub fn text_value_from_held(value: Value) -> Value {
+    map_strings(value, &text_from_held)
+}
+
+fn map_strings(value: Value, map: &dyn Fn(&str) -> Cow<'_, str>) -> Value {
+    match value {
+        Value::String(text) => match map(&text) {
+            Cow::Borrowed(_) => Value::String(text),
+            Cow::Owned(mapped) => Value::String(mapped),
+        },
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .map(|item| map_strings(item, map))
+                .collect(),
+        ),
+        Value::Object(members) => Value::Object(
+            members
+                .into_iter()
+                .map(|(key, item)| (map(&key).into_owned(), map_strings(item, map)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 /// Whether `text` has a reserved code point: a held string that is not its own text.
 pub(crate) fn has_reserved(text: &str) -> bool {
     // Reserved code points are F4 8F 9F BF and up; a first test on the lead byte alone keeps
