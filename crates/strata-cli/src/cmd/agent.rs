@@ -11,7 +11,7 @@ use strata_agent::agent::{
 use strata_agent::llm::{ChatModel, HttpChatModel, LlmConfig, ScriptedModel, StreamEvent};
 use strata_agent::tools::{ToolSet, ToolsConfig, Workspace};
 use strata_compact::{CompactionConfig, Compactor, Pruner, PrunerConfig};
-use strata_core::{Event, EventType, HeaderSpec, SessionHeader};
+use strata_core::{json, Event, EventType, HeaderSpec, SessionHeader};
 use strata_store::Store;
 
 use crate::cli::AgentArgs;
@@ -129,7 +129,8 @@ impl Observer for JsonLines {
 }
 
 /// Prints for people: answer text on stdout as it streams; reasoning, tool calls, results and
-/// warnings on stderr.
+/// warnings on stderr. The model's strings are held (`strata_core::json`), shown with a lone
+/// surrogate as U+FFFD.
 #[derive(Default)]
 pub(crate) struct Console {
     /// Whether stdout (answer text) and stderr (reasoning) are in the middle of a line.
@@ -166,13 +167,13 @@ impl Observer for Console {
                     open.1 = false;
                 }
                 let mut out = std::io::stdout().lock();
-                let _ = out.write_all(text.as_bytes());
+                let _ = out.write_all(json::text_from_held(text).as_bytes());
                 let _ = out.flush();
                 open.0 = true;
             }
             StreamEvent::ReasoningDelta { text } => {
                 let mut err = std::io::stderr().lock();
-                let _ = err.write_all(text.as_bytes());
+                let _ = err.write_all(json::text_from_held(text).as_bytes());
                 open.1 = true;
             }
             _ => {}
@@ -185,15 +186,16 @@ impl Observer for Console {
             EventType::AssistantMessage | EventType::AssistantAttempt => self.end_lines(),
             EventType::ToolCall => {
                 self.end_lines();
-                eprintln!(
+                let line = format!(
                     "→ {} {}",
                     data["name"].as_str().unwrap_or(""),
                     data["arguments"].as_str().unwrap_or("")
                 );
+                eprintln!("{}", json::text_from_held(&line));
             }
             EventType::ToolResult => {
                 let block = &data["message"]["content"][0];
-                let text = block["content"][0]["text"].as_str().unwrap_or("");
+                let text = json::text_from_held(block["content"][0]["text"].as_str().unwrap_or(""));
                 let first = text.lines().next().unwrap_or("");
                 match data.get("error") {
                     Some(error) => {
