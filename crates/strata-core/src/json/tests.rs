@@ -267,3 +267,25 @@ fn text_from_held_shows_a_lone_surrogate_as_the_replacement_character() {
     assert_eq!(text_from_held(&joined), "\u{1F600}");
     assert_eq!(to_js_string(&Value::String(joined)), "\"\u{1F600}\"");
 }
+
+#[test]
+fn values_cross_to_and_from_text_string_by_string() {
+    // A lone surrogate in a key and in strings, and a real U+10F800.
+    let held = super::parse("{\"\\ud800k\":[\"A\\ud800B\",\"\u{10F800}\",1,{\"x\":\"\\udfff\"}]}")
+        .unwrap();
+    let text = text_value_from_held(held.clone());
+    assert_eq!(
+        text,
+        json!({"\u{FFFD}k": ["A\u{FFFD}B", "\u{10F800}", 1, {"x": "\u{FFFD}"}]})
+    );
+    // Text made held writes as the text; a held value writes its lone surrogates.
+    let native = json!({"path": "\u{10F800}", "n": [true, null]});
+    assert_eq!(
+        to_js_string(&held_value_from_text(native.clone())),
+        serde_json::to_string(&native).unwrap()
+    );
+    assert_eq!(
+        to_js_string(&held),
+        "{\"\\ud800k\":[\"A\\ud800B\",\"\u{10F800}\",1,{\"x\":\"\\udfff\"}]}"
+    );
+}
