@@ -33,6 +33,9 @@ pub enum ExportError {
     /// The request header cannot be turned into a request.
     #[error(transparent)]
     Header(#[from] ReconstructError),
+    /// The request did not serialize as a JSON value (none does: its map keys are strings).
+    #[error("the request did not serialize: {0}")]
+    Serialize(#[from] serde_json::Error),
 }
 
 /// The OpenAI chat-completions request for `messages` under the canonical `header` (session
@@ -47,7 +50,7 @@ pub fn openai_request(
     match header {
         Some(header) => {
             let request = request_from_header(id, header, chat)?;
-            Ok(serde_json::to_value(&request).unwrap_or(Value::Null))
+            Ok(serde_json::to_value(&request)?)
         }
         None => Ok(json!({ "messages": chat })),
     }
@@ -135,7 +138,9 @@ fn assistant_blocks(content: &[Value]) -> Vec<Value> {
             "tool-call" => {
                 let arguments = str_field(block, "arguments");
                 // `input` must be an object; arguments that are not one are kept as text.
-                let input = match serde_json::from_str::<Value>(arguments) {
+                // Argument text is a held string (the `json` module): read as JSON.parse reads
+                // it, lone surrogates kept.
+                let input = match strata_core::json::parse_held(arguments) {
                     Ok(Value::Object(object)) => Value::Object(object),
                     _ if arguments.trim().is_empty() => json!({}),
                     _ => json!({ "arguments": arguments }),

@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use serde_json::{json, Value};
-use strata_core::{Fold, Message};
+use strata_core::{json, Fold, Message};
 
 use crate::input::Rejection;
 
@@ -134,7 +134,7 @@ pub fn message_preview(message: &Message, width: usize) -> String {
     format!(
         "{:<9} {:<28} {}",
         message.role(),
-        message.id(),
+        json::text_from_held(message.id()),
         preview.replace('\n', "⏎")
     )
 }
@@ -155,12 +155,14 @@ pub fn message_value_text(message: &Value) -> String {
     )
 }
 
+/// Text for a terminal: held strings are joined with text of strata's own, then shown with
+/// each lone surrogate as U+FFFD.
 fn content_text(blocks: &[Value]) -> String {
     let mut parts = Vec::new();
     for block in blocks {
         describe_block(block, &mut parts);
     }
-    parts.join(" ")
+    json::text_from_held(&parts.join(" ")).into_owned()
 }
 
 fn describe_block(block: &Value, parts: &mut Vec<String>) {

@@ -1041,7 +1041,8 @@ fn event_text(event: &Arc<Event>, max_chars: usize) -> String {
                     .unwrap_or("?")
             };
             let (arguments, _) = clip(field("arguments"), max_chars);
-            format!("{}({arguments})", field("name"))
+            strata_core::json::text_from_held(&format!("{}({arguments})", field("name")))
+                .into_owned()
         }
         _ => clip(event.data_json(), max_chars + 1).0.to_owned(),
     }

@@ -139,7 +139,8 @@ pub fn extract(request: &SummaryRequest) -> Summary {
                     let id = block.get("id").and_then(Value::as_str).unwrap_or("");
                     turn.calls.push((name.to_owned(), id.to_owned(), None));
                     let arguments = block.get("arguments").and_then(Value::as_str).unwrap_or("");
-                    if let Ok(Value::Object(args)) = serde_json::from_str::<Value>(arguments) {
+                    // Argument text is a held string: lone surrogates in a path are kept.
+                    if let Ok(Value::Object(args)) = strata_core::json::parse_held(arguments) {
                         if let Some(Value::String(path)) = args.get("path") {
                             files.insert(clip(path));
                         }

@@ -14,7 +14,7 @@
 //! decoding thread's heap has to grow).
 //!
 //! Invariants: a [`Text`] is valid JSON; when a `Data`'s `value` is set it is
-//! exactly its text parsed.
+//! exactly its text parsed by [`crate::json::parse`] (strings held, lone surrogates kept).
 //!
 //! [`RawEvent::share_payloads`]: crate::RawEvent::share_payloads
 
@@ -168,11 +168,8 @@ impl Data {
 
     /// The parsed payload, built on first use.
     pub fn value(&self) -> &Value {
-        self.value.get_or_init(|| {
-            // `raw` is valid JSON that serde_json already parsed once with the
-            // same limits, so this parse succeeds.
-            Box::new(serde_json::from_str(self.json()).unwrap_or(Value::Null))
-        })
+        self.value
+            .get_or_init(|| Box::new(parse_accepted(self.json())))
     }
 
     /// The parsed payload without keeping it: for a fold that reads a payload once while
@@ -180,9 +177,7 @@ impl Data {
     pub(crate) fn value_uncached(&self) -> std::borrow::Cow<'_, Value> {
         match self.value.get() {
             Some(value) => std::borrow::Cow::Borrowed(value),
-            None => {
-                std::borrow::Cow::Owned(serde_json::from_str(self.json()).unwrap_or(Value::Null))
-            }
+            None => std::borrow::Cow::Owned(parse_accepted(self.json())),
         }
     }
 
@@ -221,12 +216,19 @@ impl Payload {
     /// need the whole payload.
     pub(crate) fn to_value(&self) -> Value {
         match self {
-            Payload::Raw(_) | Payload::Text(_) => {
-                serde_json::from_str(self.text().unwrap_or("null")).unwrap_or(Value::Null)
-            }
+            Payload::Raw(_) | Payload::Text(_) => parse_accepted(self.text().unwrap_or("null")),
             Payload::Value(value) => (**value).clone(),
         }
     }
+}
+
+/// A payload's text, which serde_json read as JSON when it was decoded, as a value.
+///
+/// [`crate::json::parse`] reads every text serde_json accepts as a raw value, lone surrogates
+/// included, except one nested past serde_json's limit of 128 containers, which `JSON.parse`
+/// reads and strata cannot hold as a `Value`: that one comes out `null`.
+pub(crate) fn parse_accepted(text: &str) -> Value {
+    crate::json::parse(text).unwrap_or(Value::Null)
 }
 
 impl Clone for Data {

@@ -577,8 +577,7 @@ pub fn write_plain_sources(sources: &[Seq], out: &mut Vec<u8>) {
 }
 
 fn write_value(out: &mut Vec<u8>, value: &Value) {
-    // Writing a `Value` into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, value);
+    out.extend_from_slice(crate::json::to_js_string(value).as_bytes());
 }
 
 #[cfg(test)]

@@ -6,13 +6,23 @@
 //! `Infinity`. strata parses with serde_json's `arbitrary_precision`, which keeps
 //! each number's text, and judges it here with the same semantics.
 //!
-//! serde_json's compact writer escapes strings exactly like `JSON.stringify`
-//! (`\"`, `\\`, `\b \f \n \r \t`, other control characters as lowercase
-//! `\u00xx`, everything else literal) and, with `preserve_order`, keeps object
-//! keys in insertion order, so writing a [`Value`] with `serde_json::to_writer`
-//! is byte-identical to dsh.
+//! serde_json's compact writer escapes strings like `JSON.stringify` (`\"`, `\\`,
+//! `\b \f \n \r \t`, other control characters as lowercase `\u00xx`, everything
+//! else literal) and, with `preserve_order`, keeps object keys in insertion order.
+//! What it cannot hold is a lone UTF-16 surrogate, which a JavaScript string can:
+//! strata reads JSON text with [`parse`] (or [`from_str`]), whose strings are
+//! *held* strings that keep lone surrogates, and writes JSON with [`to_js_string`],
+//! [`to_js_vec`] or [`to_js_string_pretty`], which spell them as `JSON.stringify`
+//! does (`\ud800`). Plain `serde_json::from_str` / `to_string` on payloads lose
+//! or misspell them; the `held` module's docs give the spelling.
 
 use serde_json::{Number, Value};
+
+pub use held::{
+    from_str, held_from_text, held_value_from_text, parse, parse_held, text_from_held,
+    text_value_from_held, to_js_string_pretty, to_js_vec,
+};
+pub(crate) use held::{has_reserved, held_from_wtf8};
 
 use crate::seq::MAX_SAFE_INTEGER;
 
@@ -156,11 +166,11 @@ pub fn json_equal(left: &Value, right: &Value) -> bool {
 }
 
 /// How JavaScript's `String(v)` (and a template literal) prints a JSON value in upstream's
-/// messages: strings bare, numbers as doubles (`1.0` → `1`, `-0` → `0`), arrays joined by
+/// messages: strings bare (a lone surrogate as U+FFFD, as a terminal shows it), numbers as doubles (`1.0` → `1`, `-0` → `0`), arrays joined by
 /// commas, objects as `[object Object]`.
 pub fn js_display(value: &Value) -> String {
     match value {
-        Value::String(text) => text.clone(),
+        Value::String(text) => text_from_held(text).into_owned(),
         Value::Null => "null".into(),
         Value::Bool(flag) => flag.to_string(),
         Value::Number(number) => {
@@ -189,17 +199,19 @@ pub fn js_display(value: &Value) -> String {
     }
 }
 
-/// Serializes a value as compact JSON with `JSON.stringify`'s key order and escapes.
+/// Serializes a value as compact JSON with `JSON.stringify`'s key order and escapes, lone
+/// surrogates included (`\ud800`).
 ///
 /// Numbers are written as they are held: one read from text keeps that text's spelling
 /// (serde_json's `arbitrary_precision`), so text `JSON.stringify` wrote comes back byte for
 /// byte, and `1.50` stays `1.50`; a float built in Rust is spelled by serde_json (`2.0` and
 /// `-0.0`, where `JSON.stringify` writes `2` and `0`).
 pub fn to_js_string(value: &Value) -> String {
-    // Serializing a `Value` to a `String` cannot fail: keys are strings and
-    // there is no I/O. Fall back to `null` rather than panic regardless.
-    serde_json::to_string(value).unwrap_or_else(|_| String::from("null"))
+    // Serializing a `Value` into memory cannot fail: keys are strings and the writer is a
+    // `Vec`, so the error case is unreachable.
+    to_js_vec(value).map_or_else(|_| String::from("null"), held::utf8)
 }
 
+mod held;
 #[cfg(test)]
 mod tests;

@@ -548,7 +548,7 @@ fn observe_event(scan: &mut TurnScan, event: &Event) {
         let _ = scan.observe(&event.event_type, Some(event.seq), Some(event.data()));
         return;
     }
-    let parsed: Value = serde_json::from_str(event.data_json()).unwrap_or(Value::Null);
+    let parsed: Value = crate::data::parse_accepted(event.data_json());
     let _ = scan.observe(&event.event_type, Some(event.seq), Some(&parsed));
 }
 

@@ -19,7 +19,8 @@
 //!   scanner refuses what it cannot prove that of (a `\u` escape of a surrogate where serde
 //!   would check pairing, nesting past [`MAX_NESTING`], serde's private number key).
 //! - The view is the one `View::parse(data, depth)` builds, except that a materialized string
-//!   with escapes is kept as its raw text (a `View::Deep`) and unescaped when read: every
+//!   with escapes (or with a code point the `json` module holds behind a marker) is kept as its
+//!   raw text (a `View::Deep`) and read through `json` when asked: every
 //!   [`Node`](crate::view::Node) query answers the same.
 
 use std::borrow::Cow;
@@ -574,7 +575,9 @@ impl<'a> Scanner<'a> {
         Some(match self.peek()? {
             b'"' => {
                 let (content, escaped) = self.string(true)?;
-                if escaped {
+                // A reserved code point is held behind a marker (the `json` module), so such a
+                // string is read as one with escapes is.
+                if escaped || crate::json::has_reserved(content) {
                     View::Deep(self.text.get(start..self.pos)?)
                 } else {
                     View::Str(Cow::Borrowed(content))
@@ -585,7 +588,10 @@ impl<'a> Scanner<'a> {
                     bumpalo::collections::Vec::with_capacity_in(CONTAINER_CAPACITY, self.arena?);
                 self.container(b'}', nesting, |scanner, nesting| {
                     let (key, escaped) = scanner.string(true)?;
-                    if escaped || (members.is_empty() && key == NUMBER_TOKEN) {
+                    if escaped
+                        || (members.is_empty() && key == NUMBER_TOKEN)
+                        || crate::json::has_reserved(key)
+                    {
                         return None;
                     }
                     scanner.eat(b':')?;

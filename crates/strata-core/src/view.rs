@@ -7,6 +7,11 @@
 //! string value can still be read. The [`Node`] trait lets one check function
 //! run over a `&Value` (appends) or a `&View` (stored rows) alike.
 //!
+//! A view's strings are held strings, as [`crate::json::parse`] reads them: a string with a
+//! lone surrogate's escape, which serde_json refuses to unescape, is kept as raw text and read
+//! through `json` (`View::parse` falls back to [`View::parse_lenient`] for such payloads), and
+//! one with a code point of the reserved range is copied with its marker.
+//!
 //! Invariant: a view never outlives, and never copies more than the short
 //! escaped strings of, the text it was parsed from.
 
@@ -62,7 +67,37 @@ impl<'a> View<'a> {
     /// Parses `text`, materializing containers at depths `< depth`.
     pub(crate) fn parse(text: &'a str, depth: u8) -> Option<View<'a>> {
         let mut deserializer = serde_json::Deserializer::from_str(text);
-        ViewSeed { depth }.deserialize(&mut deserializer).ok()
+        ViewSeed { depth }
+            .deserialize(&mut deserializer)
+            .ok()
+            .or_else(|| View::parse_lenient(text, depth))
+    }
+
+    /// [`View::parse`] of text whose strings serde_json will not unescape (a lone surrogate's
+    /// escape): each value is first read as raw text, which serde skips without pairing
+    /// escapes, then a string with escapes is kept raw, a container is viewed from its own
+    /// text and a key is read as bytes. A pass over the text per materialized level; only
+    /// payloads that hold such strings come here.
+    fn parse_lenient(text: &'a str, depth: u8) -> Option<View<'a>> {
+        let text = text.trim_matches([' ', '\t', '\n', '\r']);
+        if depth == 0 {
+            return Some(View::Deep(text));
+        }
+        match text.as_bytes().first()? {
+            b'"' => {
+                let inner = text.get(1..text.len().checked_sub(1)?)?;
+                if inner.contains('\\') || crate::json::has_reserved(inner) {
+                    Some(View::Deep(text))
+                } else {
+                    Some(View::Str(Cow::Borrowed(inner)))
+                }
+            }
+            b'{' | b'[' => {
+                let mut deserializer = serde_json::Deserializer::from_str(text);
+                deserializer.deserialize_any(LenientVisitor { depth }).ok()
+            }
+            _ => View::parse(text, depth),
+        }
     }
 }
 
@@ -194,11 +229,15 @@ impl<'n, 'a: 'n> Node<'n> for &'n View<'a> {
             View::Str(text) => Some(Cow::Borrowed(text.as_ref())),
             View::Deep(raw) if raw.starts_with('"') => {
                 let text = *raw;
-                // A string without escapes is its own content between the quotes.
+                // A string without escapes or reserved code points is its own (held) content
+                // between the quotes.
                 if !text.contains('\\') && text.len() >= 2 {
-                    return Some(Cow::Borrowed(&text[1..text.len() - 1]));
+                    let inner = &text[1..text.len() - 1];
+                    if !crate::json::has_reserved(inner) {
+                        return Some(Cow::Borrowed(inner));
+                    }
                 }
-                serde_json::from_str::<String>(text).ok().map(Cow::Owned)
+                crate::json::from_str::<String>(text).ok().map(Cow::Owned)
             }
             _ => None,
         }
@@ -307,13 +346,13 @@ impl<'de> Visitor<'de> for ViewVisitor {
         Ok(View::Number(Cow::Owned(value.to_string())))
     }
     fn visit_borrowed_str<E: de::Error>(self, value: &'de str) -> Result<View<'de>, E> {
-        Ok(View::Str(Cow::Borrowed(value)))
+        Ok(View::Str(held(value)))
     }
     fn visit_str<E: de::Error>(self, value: &str) -> Result<View<'de>, E> {
-        Ok(View::Str(Cow::Owned(value.to_owned())))
+        Ok(View::Str(Cow::Owned(held(value).into_owned())))
     }
     fn visit_string<E: de::Error>(self, value: String) -> Result<View<'de>, E> {
-        Ok(View::Str(Cow::Owned(value)))
+        Ok(View::Str(owned_held(value)))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<View<'de>, A::Error> {
         let mut items = Vec::new();
@@ -362,13 +401,85 @@ impl<'de> Visitor<'de> for KeyVisitor {
         f.write_str("a string")
     }
     fn visit_borrowed_str<E: de::Error>(self, value: &'de str) -> Result<Cow<'de, str>, E> {
-        Ok(Cow::Borrowed(value))
+        Ok(held(value))
     }
     fn visit_str<E: de::Error>(self, value: &str) -> Result<Cow<'de, str>, E> {
-        Ok(Cow::Owned(value.to_owned()))
+        Ok(Cow::Owned(held(value).into_owned()))
     }
     fn visit_string<E: de::Error>(self, value: String) -> Result<Cow<'de, str>, E> {
-        Ok(Cow::Owned(value))
+        Ok(owned_held(value))
+    }
+    // Keys of a lenient view, read as bytes (WTF-8: lone surrogates unpaired).
+    fn visit_borrowed_bytes<E: de::Error>(self, value: &'de [u8]) -> Result<Cow<'de, str>, E> {
+        match std::str::from_utf8(value) {
+            Ok(text) => Ok(held(text)),
+            Err(_) => self.visit_bytes(value),
+        }
+    }
+    fn visit_bytes<E: de::Error>(self, value: &[u8]) -> Result<Cow<'de, str>, E> {
+        crate::json::held_from_wtf8(value)
+            .map(Cow::Owned)
+            .ok_or_else(|| E::custom("a key that is not a string"))
+    }
+}
+
+/// A string serde unescaped (real characters only) as a held string.
+fn held(text: &str) -> Cow<'_, str> {
+    crate::json::held_from_text(text)
+}
+
+fn owned_held(text: String) -> Cow<'static, str> {
+    match crate::json::held_from_text(&text) {
+        Cow::Borrowed(_) => Cow::Owned(text),
+        Cow::Owned(held) => Cow::Owned(held),
+    }
+}
+
+/// A container of a lenient view (see [`View::parse_lenient`]).
+struct LenientVisitor {
+    depth: u8,
+}
+
+impl<'de> Visitor<'de> for LenientVisitor {
+    type Value = View<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON container")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<View<'de>, A::Error> {
+        let mut items = Vec::new();
+        while let Some(raw) = seq.next_element::<&'de RawValue>()? {
+            items.push(lenient_member(raw, self.depth)?);
+        }
+        Ok(View::Array(Entries::Owned(items)))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<View<'de>, A::Error> {
+        let mut members = Vec::new();
+        while let Some(key) = map.next_key_seed(BytesKeySeed)? {
+            if members.is_empty() && key == NUMBER_TOKEN {
+                let text: KeyText<'de> = map.next_value_seed(KeySeed)?;
+                return Ok(View::Number(text));
+            }
+            let raw: &'de RawValue = map.next_value()?;
+            members.push((key, lenient_member(raw, self.depth)?));
+        }
+        Ok(View::Object(Entries::Owned(members)))
+    }
+}
+
+/// A member of a lenient container at `depth`, viewed one level down.
+fn lenient_member<'de, E: de::Error>(raw: &'de RawValue, depth: u8) -> Result<View<'de>, E> {
+    View::parse_lenient(raw.get(), depth - 1).ok_or_else(|| E::custom("not a JSON value"))
+}
+
+/// A key read as bytes, which serde_json gives without pairing its escapes.
+struct BytesKeySeed;
+
+impl<'de> DeserializeSeed<'de> for BytesKeySeed {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Cow<'de, str>, D::Error> {
+        deserializer.deserialize_bytes(KeyVisitor)
     }
 }
 
@@ -422,6 +533,39 @@ mod tests {
         assert_eq!(Node::get(&leaf, "t").unwrap().boolean(), Some(true));
         assert_eq!(Node::get(&leaf, "n").unwrap().seq_number(), Some(7));
         assert!(Node::get(&leaf, "z").unwrap().is_empty_array());
+    }
+
+    /// Lone surrogates and reserved code points, in keys and values at every depth, answer as
+    /// `json::parse`'s value does (serde_json alone refuses the escapes).
+    #[test]
+    fn views_hold_strings_as_json_parse_does() {
+        let text = "{\"id\":\"m\\ud800\",\"\\udc00k\":\"v\",\"real\":\"\u{10F800}\",\
+                    \"c\":[{\"t\":\"A\\ud800B\"},\"\\ud83d\\ude00\"],\"n\":7}";
+        let value = crate::json::parse(text).unwrap();
+        for depth in 1..4 {
+            let view = View::parse(text, depth).unwrap();
+            for key in ["id", "\u{10FC00}k", "real", "n"] {
+                let from_value = Node::get(&value, key).map(|node| (node.text(), node.kind()));
+                let from_view = Node::get(&view, key).map(|node| (node.text(), node.kind()));
+                assert_eq!(from_value, from_view, "{key} at depth {depth}");
+                assert!(from_view.is_some(), "{key} at depth {depth}");
+            }
+            if depth > 2 {
+                // A deep leaf cannot be indexed; from depth 3 the block is materialized.
+                let block = Node::get(&view, "c").and_then(|c| c.at(0)).unwrap();
+                assert_eq!(
+                    block.get("t").and_then(Node::text).as_deref(),
+                    value["c"][0]["t"].as_str(),
+                    "depth {depth}"
+                );
+            }
+            assert_eq!(Node::get(&view, "n").unwrap().seq_number(), Some(7));
+        }
+        assert_eq!(
+            crate::json::to_js_string(&value["id"]),
+            "\"m\\ud800\"",
+            "the id is held, not lost"
+        );
     }
 
     #[test]

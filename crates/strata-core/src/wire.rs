@@ -230,9 +230,9 @@ impl RawEvent {
     pub fn data(&self) -> Option<Cow<'_, Value>> {
         match self.data.as_ref()? {
             Payload::Value(value) => Some(Cow::Borrowed(&**value)),
-            stored => Some(Cow::Owned(
-                serde_json::from_str(stored.text().unwrap_or("null")).unwrap_or(Value::Null),
-            )),
+            stored => Some(Cow::Owned(crate::data::parse_accepted(
+                stored.text().unwrap_or("null"),
+            ))),
         }
     }
 
@@ -245,7 +245,7 @@ impl RawEvent {
     /// generations (stored text is parsed into a value first).
     pub fn data_mut(&mut self) -> Option<&mut Value> {
         if let Some(text) = self.data.as_ref().and_then(Payload::text) {
-            let value = serde_json::from_str(text).unwrap_or(Value::Null);
+            let value = crate::data::parse_accepted(text);
             self.data = Some(Payload::Value(Box::new(value)));
         }
         match self.data.as_mut()? {

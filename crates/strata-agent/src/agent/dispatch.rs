@@ -152,13 +152,15 @@ async fn execute(
     .await
 }
 
-/// The model's argument text as a JSON object (blank text is `{}`).
+/// The model's argument text as a JSON object (blank text is `{}`), read as `JSON.parse`
+/// reads it and handed to the tool as text (a lone surrogate as U+FFFD, as Node writes one to
+/// a file or a path).
 fn parse_arguments(tool: &str, text: &str) -> Result<Value, ToolError> {
     if text.trim().is_empty() {
         return Ok(Value::Object(Map::new()));
     }
-    match serde_json::from_str::<Value>(text) {
-        Ok(value @ Value::Object(_)) => Ok(value),
+    match strata_core::json::parse_held(text) {
+        Ok(value @ Value::Object(_)) => Ok(strata_core::json::text_value_from_held(value)),
         Ok(_) => Err(ToolError::invalid(tool, "arguments are not a JSON object")),
         Err(error) => Err(ToolError::invalid(
             tool,
@@ -173,8 +175,14 @@ fn result_payload(
     call: &CallBlock,
     outcome: Result<ToolOutput, ToolError>,
 ) -> ToolResult {
+    // A tool's output is text (a file, a command's output), held like everything read from
+    // JSON; an error's message may quote the model's strings, which are held already.
     let (text, error, meta) = match outcome {
-        Ok(output) => (output.text, None, output.meta),
+        Ok(output) => (
+            strata_core::json::held_from_text(&output.text).into_owned(),
+            None,
+            output.meta.map(strata_core::json::held_value_from_text),
+        ),
         Err(error) => (
             format!("Error: {error}"),
             Some(json!({"name": error.name(), "code": error.code()})),

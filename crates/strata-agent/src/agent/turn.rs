@@ -249,7 +249,8 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Result<StepExit, AgentError> {
         let mut opening = vec![Candidate::log_only(StepStart { turn, step })];
-        let prompt = &self.config.system_prompt;
+        // Configured text, compared with and stored beside strings read from the log (held).
+        let prompt = &*strata_core::json::held_from_text(&self.config.system_prompt);
         let (system, generation) = self.journal.with_session(|session| {
             (
                 plan_system(session, prompt),
@@ -276,7 +277,7 @@ impl Agent {
         if let Some(text) = user {
             opening.push(Candidate::surface(
                 UserMessage {
-                    message: user_text_message(&new_id(), text),
+                    message: user_text_message(&new_id(), &strata_core::json::held_from_text(text)),
                 },
                 SurfaceIntent::append(),
             ));

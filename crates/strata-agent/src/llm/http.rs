@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use futures_util::{stream, StreamExt};
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
+use strata_core::json;
 
 use super::sse::{error_message, excerpt};
 use super::{
@@ -80,7 +81,8 @@ impl HttpChatModel {
 
 impl ChatModel for HttpChatModel {
     fn stream(&self, request: &ChatRequest) -> EventStream {
-        let body = match serde_json::to_vec(request) {
+        // `json` writes lone surrogates held in the messages as JSON.stringify does.
+        let body = match json::to_js_vec(request) {
             Ok(body) => body,
             Err(error) => {
                 let error = LlmError::Protocol {

@@ -146,9 +146,10 @@ impl ScriptedModel {
 
     /// Parses a script in the format of the module documentation.
     pub fn from_json_str(json: &str) -> Result<ScriptedModel, ScriptError> {
-        let script: ScriptWire = serde_json::from_str(json).map_err(|error| ScriptError::Json {
-            detail: error.to_string(),
-        })?;
+        let script: ScriptWire =
+            strata_core::json::from_str(json).map_err(|error| ScriptError::Json {
+                detail: error.to_string(),
+            })?;
         let mut responses = Vec::with_capacity(script.responses.len());
         for (response_idx, response) in script.responses.into_iter().enumerate() {
             let mut events = Vec::with_capacity(response.events.len());

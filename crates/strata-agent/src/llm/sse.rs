@@ -23,6 +23,7 @@ use std::task::{Context, Poll};
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures_util::Stream;
 use serde::Deserialize;
+use strata_core::json;
 
 use super::{EventStream, FinishReason, HttpFailure, LlmError, StreamEvent, Usage};
 
@@ -116,7 +117,8 @@ impl ChunkDecoder {
         if data == "[DONE]" {
             return self.complete(out);
         }
-        let chunk: ChunkWire = match serde_json::from_str(data) {
+        // Read as JSON.parse reads it: a lone surrogate in a delta is kept (held), not an error.
+        let chunk: ChunkWire = match json::from_str(data) {
             Ok(chunk) => chunk,
             Err(error) => {
                 let error = LlmError::Protocol {

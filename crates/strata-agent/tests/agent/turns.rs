@@ -4,8 +4,9 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use strata_agent::agent::{ReasoningReplay, TurnOutcome};
+use strata_agent::agent::{Agent, ReasoningReplay, TurnOutcome};
 use strata_agent::llm::HttpChatModel;
+use strata_agent::tools::{ToolSet, ToolsConfig};
 use strata_core::EventType;
 use tokio_util::sync::CancellationToken;
 
@@ -247,4 +248,83 @@ async fn a_second_turn_reuses_the_header_and_a_system_prompt_is_node_zero() {
         json!({"role": "system", "content": "You are terse."})
     );
     assert_eq!(second["messages"].as_array().map(Vec::len), Some(4));
+}
+
+/// Issue 22 (defects found by hostile probes): the strings a model sends are JavaScript
+/// strings, lone surrogates included. The tools get text (a lone surrogate written to a file is
+/// U+FFFD, as Node writes it), the log keeps the model's strings as `JSON.stringify` writes
+/// them, and a file's characters of the range strata holds lone surrogates in come back as
+/// themselves.
+#[tokio::test]
+async fn lone_surrogates_reach_tools_as_text_and_the_log_as_json_stringify_writes_them() {
+    let fixture = Fixture::new();
+    std::fs::write(fixture.work_dir.path().join("r.txt"), "x\u{10F800}y").unwrap();
+    let calls = Reply::sse(vec![
+        role(),
+        delta(r#"{"content":"Writing A\ud800B."}"#),
+        delta(
+            r#"{"tool_calls":[{"index":0,"id":"call_0","type":"function","function":{"name":"write_file","arguments":"{\"path\":\"w.txt\",\"content\":\"A\ud800B\"}"}}]}"#,
+        ),
+        delta(
+            r#"{"tool_calls":[{"index":1,"id":"call_1","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"r.txt\"}"}}]}"#,
+        ),
+        finish("tool_calls"),
+        usage(),
+        done(),
+    ]);
+    let server = TestServer::start(vec![calls, answer_reply()]).await;
+    let model = Arc::new(HttpChatModel::new(server.config()).unwrap());
+    let writer = fixture
+        .store
+        .create(strata_core::SessionHeader::fresh("s1", 1).unwrap())
+        .unwrap();
+    let tools = ToolSet::builtin(&ToolsConfig {
+        allow_write: true,
+        ..ToolsConfig::default()
+    });
+    let mut agent = Agent::new(
+        writer,
+        model,
+        tools,
+        fixture.workspace.clone(),
+        config("deepseek-chat"),
+    );
+    let report = agent
+        .run_turn("Write it.", &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(report.outcome, TurnOutcome::Completed);
+    agent.close().unwrap();
+
+    let session = fixture.load("s1");
+    let stored = |kind: &str| -> Vec<String> {
+        fixture
+            .raw("s1")
+            .iter()
+            .filter(|event| event.type_tag() == Some(kind))
+            .map(|event| event.data_json().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let assistant = stored("assistant/message").join("\n");
+    assert!(
+        assistant.contains(r#""text":"Writing A\ud800B.""#),
+        "{assistant}"
+    );
+    assert!(
+        assistant.contains(r#"\"content\":\"A\ud800B\"}"#),
+        "{assistant}"
+    );
+    let results = stored("tool/result").join("\n");
+    let written = std::fs::read(fixture.work_dir.path().join("w.txt"));
+    assert_eq!(
+        written.ok().as_deref(),
+        Some("A\u{FFFD}B".as_bytes()),
+        "{results}"
+    );
+    assert!(results.contains("x\u{10F800}y"), "{results}");
+    assert!(!results.contains(r"\ud800"), "{results}");
+    // The second request sends the model's own text back as it came.
+    let body = String::from_utf8(server.received()[1].body.clone()).unwrap();
+    assert!(body.contains(r#""content":"Writing A\ud800B.""#), "{body}");
+    drop(session);
 }

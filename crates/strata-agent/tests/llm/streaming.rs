@@ -116,3 +116,48 @@ async fn http_chat_model_without_key_sends_no_authorization() {
     assert_eq!(events.len(), 3);
     assert_eq!(server.received()[0].authorization, None);
 }
+
+/// Issue 22 (defects found by hostile probes): a lone UTF-16 surrogate in a log's message text
+/// (dsh's JavaScript strings can hold one) goes to the model as `JSON.stringify` writes it,
+/// and one in a streamed delta is kept, not a protocol error.
+#[tokio::test]
+async fn lone_surrogates_go_out_as_json_stringify_writes_them_and_come_back() {
+    let log_message = strata_core::json::parse(
+        r#"{"content":[{"type":"text","text":"A\ud800B"}],"source":{"kind":"user"},"role":"user","id":"m1"}"#,
+    )
+    .unwrap();
+    let messages = strata_agent::agent::chat_messages(
+        [&log_message],
+        strata_agent::agent::ReasoningReplay::Never,
+    );
+    let request = strata_agent::llm::ChatRequest::new("deepseek-chat", messages);
+    let reply = Reply::sse(vec![
+        role(),
+        // A provider that cut a pair between two chunks, then a lone low surrogate.
+        delta(r#"{"content":"x\ud83d"}"#),
+        delta(r#"{"content":"\ude00 \udfff"}"#),
+        finish("stop"),
+        done(),
+    ]);
+    let server = TestServer::start(vec![reply]).await;
+    let model = HttpChatModel::new(server.config()).unwrap();
+    let events: Vec<_> = model.stream(&request).collect().await;
+
+    let body = String::from_utf8(server.received()[0].body.clone()).unwrap();
+    assert!(
+        body.contains(r#""messages":[{"role":"user","content":"A\ud800B"}]"#),
+        "{body}"
+    );
+    let text: String = events
+        .iter()
+        .filter_map(|event| match event {
+            Ok(StreamEvent::TextDelta { text }) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    // Joined, the halves are the character; the lone low surrogate stays one.
+    assert_eq!(
+        strata_core::json::to_js_string(&serde_json::Value::String(text)),
+        "\"x\u{1F600} \\udfff\""
+    );
+}

@@ -25,7 +25,7 @@ use strata_agent::agent::{
 use strata_agent::llm::{ChatModel, HttpChatModel, LlmConfig, ScriptedModel, StreamEvent};
 use strata_agent::tools::{ToolSet, ToolsConfig, Workspace};
 use strata_compact::{CompactionConfig, Compactor, Pruner, PrunerConfig};
-use strata_core::{Event, EventType, HeaderSpec, SessionHeader};
+use strata_core::{json, Event, EventType, HeaderSpec, SessionHeader};
 use strata_store::Store;
 use tokio_util::sync::CancellationToken;
 
@@ -210,7 +210,8 @@ impl Observer for JsonLines {
 }
 
 /// Prints for people: answer text on stdout as it streams; reasoning, tool calls, results and
-/// warnings on stderr.
+/// warnings on stderr. The model's strings are held (`strata_core::json`), shown with a lone
+/// surrogate as U+FFFD.
 pub(crate) struct Console {
     stdout: Stdout,
     /// Whether stdout (answer text) and stderr (reasoning) are in the middle of a line.
@@ -253,11 +254,13 @@ impl Observer for Console {
                     note("");
                     open.1 = false;
                 }
-                self.stdout.write(text.as_bytes());
+                self.stdout.write(json::text_from_held(text).as_bytes());
                 open.0 = true;
             }
             StreamEvent::ReasoningDelta { text } => {
-                let _ = io::stderr().lock().write_all(text.as_bytes());
+                let _ = io::stderr()
+                    .lock()
+                    .write_all(json::text_from_held(text).as_bytes());
                 open.1 = true;
             }
             _ => {}
@@ -270,15 +273,16 @@ impl Observer for Console {
             EventType::AssistantMessage | EventType::AssistantAttempt => self.end_lines(),
             EventType::ToolCall => {
                 self.end_lines();
-                note(format_args!(
+                let line = format!(
                     "→ {} {}",
                     data["name"].as_str().unwrap_or(""),
                     data["arguments"].as_str().unwrap_or("")
-                ));
+                );
+                note(json::text_from_held(&line));
             }
             EventType::ToolResult => {
                 let block = &data["message"]["content"][0];
-                let text = block["content"][0]["text"].as_str().unwrap_or("");
+                let text = json::text_from_held(block["content"][0]["text"].as_str().unwrap_or(""));
                 let first = text.lines().next().unwrap_or("");
                 match data.get("error") {
                     Some(error) => note(format_args!(

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use serde_json::{json, Value};
 use strata_agent::export::{anthropic_request, openai_request, ExportError};
-use strata_core::{request_at, Message, PairingError, RequestAtError, Seq};
+use strata_core::{json, request_at, Message, PairingError, RequestAtError, Seq};
 
 use super::{load_for_view, Status};
 use crate::cli::{Format, MessageFormat};
@@ -95,15 +95,12 @@ fn implied_at(loaded: &Loaded, at: u64) -> anyhow::Result<Implied> {
 /// strata's own shape: the message values as a JSON array, or a readable list.
 fn print_dsh(messages: &[Message], format: Format) -> anyhow::Result<Status> {
     if format.json {
-        output::line(&serde_json::to_string(messages)?)?;
+        output::line(&String::from_utf8(json::to_js_vec(messages)?)?)?;
         return Ok(Status::Ok);
     }
     for message in messages {
-        output::line(&output::visible(&format!(
-            "── {} ({})",
-            message.role(),
-            message.id()
-        )))?;
+        let id = json::text_from_held(message.id());
+        output::line(&output::visible(&format!("── {} ({id})", message.role())))?;
         output::line(&output::visible_lines(&output::message_text(message)))?;
     }
     Ok(Status::Ok)
@@ -120,9 +117,9 @@ fn print_export(
     let error = match exported {
         Ok(request) => {
             let text = if format.json {
-                request.to_string()
+                json::to_js_string(&request)
             } else {
-                serde_json::to_string_pretty(&request)?
+                json::to_js_string_pretty(&request)?
             };
             output::line(&text)?;
             return Ok(Status::Ok);
@@ -147,7 +144,7 @@ fn print_export(
             &json!({
                 "ok": false,
                 "file": label,
-                "error": {"rule": rule, "seq": seq, "message": error.to_string()},
+                "error": {"rule": rule, "seq": seq, "message": json::text_from_held(&error.to_string())},
             })
             .to_string(),
         )?;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use anyhow::bail;
 use serde_json::{json, Value};
 use strata_compact::{repair_events, repair_stored, resume_stream, system_clock_ms};
-use strata_core::{Event, Generation, SeedOptions};
+use strata_core::{json, Event, Generation, SeedOptions};
 use strata_store::{encode_event_line, legacy};
 
 use super::{report_load_error, Status};
@@ -77,17 +77,19 @@ fn refuse_older_generation(file: &Path) -> anyhow::Result<()> {
 /// Prints what was (or would be) appended.
 fn report(label: &str, dry_run: bool, added: &[Arc<Event>], format: Format) -> anyhow::Result<()> {
     if format.json {
-        let events: Vec<Value> = added.iter().map(|event| event_json(event)).collect();
-        return output::line(
-            &json!({
-                "ok": true,
-                "file": label,
-                "dryRun": dry_run,
-                "repaired": !dry_run && !added.is_empty(),
-                "events": events,
-            })
-            .to_string(),
-        );
+        let events = added
+            .iter()
+            .map(|event| event_json(event))
+            .collect::<anyhow::Result<Vec<Value>>>()?;
+        // Events hold their strings as `json` reads them, so the label is made held too and
+        // the whole is written by `json`.
+        return output::line(&json::to_js_string(&json!({
+            "ok": true,
+            "file": json::held_from_text(label),
+            "dryRun": dry_run,
+            "repaired": !dry_run && !added.is_empty(),
+            "events": events,
+        })));
     }
     if added.is_empty() {
         return output::line(&output::visible(&format!(
@@ -104,15 +106,15 @@ fn report(label: &str, dry_run: bool, added: &[Arc<Event>], format: Format) -> a
             "  {:>8}  {:<18} {}",
             event.seq().get(),
             event.event_type().as_str(),
-            event.data()
+            json::to_js_string(event.data())
         )))?;
     }
     Ok(())
 }
 
 /// An event as its V3 line reads.
-pub(crate) fn event_json(event: &Event) -> Value {
+pub(crate) fn event_json(event: &Event) -> anyhow::Result<Value> {
     let mut line = Vec::new();
     encode_event_line(event, &mut line);
-    serde_json::from_slice(&line).unwrap_or(Value::Null)
+    Ok(json::parse(std::str::from_utf8(&line)?)?)
 }

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use strata_core::RawEvent;
+use strata_core::{json, RawEvent};
 use strata_store::{FollowFrom, Follower, Store};
 
 use super::Status;
@@ -107,7 +107,7 @@ pub(crate) fn run(
     loop {
         for event in source.next_events()? {
             if format.json {
-                output::line(&event.to_value().to_string())?;
+                output::line(&json::to_js_string(&event.to_value()))?;
             } else {
                 output::line(&output::visible(&event_text(&event)))?;
             }

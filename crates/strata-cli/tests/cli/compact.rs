@@ -191,3 +191,77 @@ fn a_dsh_v0_log_is_planned_in_its_own_numbering() {
     );
     assert_eq!(std::fs::read(&v0).expect("read"), before);
 }
+
+/// Issue 22 (defects found by hostile probes): text a lone UTF-16 surrogate is part of is
+/// copied into the events compaction and pruning write, spelled as `JSON.stringify` does (it
+/// was read as `null` and dropped).
+mod lone_surrogates {
+    use super::*;
+
+    /// Inserts `A\ud800B ` after the first `after` of each line `pick` chooses.
+    fn insert(file: &std::path::Path, after: &str, pick: impl Fn(&str) -> bool) {
+        let text = std::fs::read_to_string(file).expect("read");
+        let edited: String = text
+            .lines()
+            .map(|line| {
+                let line = if pick(line) {
+                    line.replacen(after, &format!(r"{after}A\ud800B "), 1)
+                } else {
+                    line.to_owned()
+                };
+                format!("{line}\n")
+            })
+            .collect();
+        std::fs::write(file, edited).expect("write");
+    }
+
+    fn appended(file: &std::path::Path, n_lines: usize) -> String {
+        let text = std::fs::read_to_string(file).expect("read");
+        text.lines().skip(n_lines).collect::<Vec<_>>().join("\n")
+    }
+
+    #[test]
+    fn an_offline_summary_keeps_the_text() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir
+            .path()
+            .join("--home-user-project--/sample-session/session.v3.jsonl");
+        std::fs::create_dir_all(file.parent().expect("dir")).expect("mkdir");
+        std::fs::copy(sample(), &file).expect("copy");
+        // The last checkpoint's summary (seq 118) and the user's message after it (seq 121).
+        insert(&file, "<compacted-summary>", |line| {
+            line.contains(r#""seq":118,"#)
+        });
+        insert(&file, r#""text":""#, |line| line.contains(r#""seq":121,"#));
+        let n_lines = std::fs::read_to_string(&file)
+            .expect("read")
+            .lines()
+            .count();
+        strata().arg("validate").arg(&file).assert().success();
+        stdout_of(strata().args(["compact", "--offline"]).arg(&file));
+        strata().arg("validate").arg(&file).assert().success();
+        let new = appended(&file, n_lines);
+        assert!(new.contains("turn 8: A\\ud800B tool tab"), "{new}");
+        assert!(new.contains("earlier: A\\ud800B session"), "{new}");
+    }
+
+    #[test]
+    fn a_pruned_result_keeps_its_head() {
+        let (_dir, file) = stored_session(5_000);
+        let first_result = std::fs::read_to_string(&file)
+            .expect("read")
+            .lines()
+            .find(|line| line.contains(r#""type":"tool/result""#))
+            .map(str::to_owned)
+            .expect("a tool result");
+        insert(&file, r#""text":""#, |line| line == first_result);
+        let n_lines = std::fs::read_to_string(&file)
+            .expect("read")
+            .lines()
+            .count();
+        stdout_of(strata().arg("prune").arg(&file));
+        strata().arg("validate").arg(&file).assert().success();
+        let new = appended(&file, n_lines);
+        assert!(new.contains(r#""text":"A\ud800B "#), "{new}");
+    }
+}

@@ -420,6 +420,71 @@ mod messages_format {
     }
 }
 
+// Issue 22 (defects found by hostile probes): a lone UTF-16 surrogate in a message's text
+// passed `validate`, then the message came out `null` (`--json`) or empty (exports).
+mod lone_surrogates {
+    use super::*;
+
+    /// The sample with `A\ud800B ` at the start of the text of seq 121, the last message the
+    /// user typed (a JavaScript slice that cut a surrogate pair leaves such a string).
+    fn reproducer() -> tempfile::NamedTempFile {
+        mutated(123, |line| {
+            assert!(line.contains(r#""seq":121,"#), "{line}");
+            line.replacen(r#""text":"tool tab"#, r#""text":"A\ud800B tool tab"#, 1)
+        })
+    }
+
+    fn stdout_of(args: &[&str], log: &Path) -> String {
+        let scratch = tempfile::tempdir().expect("temp dir");
+        run(quiet(scratch.path()).args(args).arg(log), 0).0
+    }
+
+    #[test]
+    fn messages_json_keeps_the_text_as_json_stringify_writes_it() {
+        let log = reproducer();
+        let scratch = tempfile::tempdir().expect("temp dir");
+        validate_ok(scratch.path(), &log.path().display().to_string());
+        let text = stdout_of(&["messages", "--json"], log.path());
+        assert!(
+            text.contains(r#"[{"type":"text","text":"A\ud800B tool tab"#),
+            "{text}"
+        );
+        let messages = strata_core::json::parse(&text).expect("JSON.parse reads it");
+        let messages = messages.as_array().expect("array");
+        assert_eq!(messages.len(), 6);
+        assert!(messages.iter().all(Value::is_object), "{text}");
+        // For people, the lone surrogate is the replacement character.
+        let text = stdout_of(&["messages"], log.path());
+        assert!(text.contains("A\u{FFFD}B tool tab"), "{text}");
+    }
+
+    #[test]
+    fn openai_and_anthropic_exports_keep_the_text() {
+        let log = reproducer();
+        let openai = stdout_of(&["messages", "--format", "openai", "--json"], log.path());
+        assert!(
+            openai.contains(r#"{"role":"user","content":"A\ud800B tool tab"#),
+            "{openai}"
+        );
+        let pretty = stdout_of(&["messages", "--format", "openai"], log.path());
+        assert!(
+            pretty.contains(r#""content": "A\ud800B tool tab"#),
+            "{pretty}"
+        );
+        assert_eq!(
+            strata_core::json::parse(&pretty).expect("json"),
+            strata_core::json::parse(&openai).expect("json")
+        );
+        let anthropic = stdout_of(&["messages", "--format", "anthropic", "--json"], log.path());
+        assert!(
+            anthropic.contains(r#"{"type":"text","text":"A\ud800B tool tab"#),
+            "{anthropic}"
+        );
+        let pretty = stdout_of(&["messages", "--format", "anthropic"], log.path());
+        assert!(pretty.contains(r#""text": "A\ud800B tool tab"#), "{pretty}");
+    }
+}
+
 mod repair {
     use super::*;
 

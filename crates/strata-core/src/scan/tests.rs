@@ -289,3 +289,43 @@ fn long_strings_with_every_allowed_byte_are_claimed() {
     assert!(agrees(&line), "{line}");
     assert!(ScannedRow::scan(&line).unwrap().is_scanned(), "{line}");
 }
+
+/// Pieces of strings for rows with lone surrogates: escapes of lone and paired surrogates,
+/// literal characters of the range `json` holds lone surrogates in, and ordinary text.
+const STRING_PIECES: &[&str] = &[
+    "a",
+    "é",
+    r"\n",
+    r"\ud800",
+    r"\uDC00",
+    r"\ud83d\ude00",
+    r"\udbff\udfff",
+    "\u{10F800}",
+    "\u{10F7FF}",
+];
+
+fn held_string() -> impl Strategy<Value = String> {
+    prop::collection::vec(prop::sample::select(STRING_PIECES), 0..5)
+        .prop_map(|pieces| pieces.concat())
+}
+
+proptest! {
+    /// Rows whose ids, keys, kinds and texts hold lone surrogates and reserved code points: the
+    /// scanner and serde agree, and a view answers every query as `json::parse`'s value does.
+    #[test]
+    fn rows_with_lone_surrogates_view_as_json_parse_reads_them(
+        id in held_string(),
+        key in held_string(),
+        kind in held_string(),
+        text in held_string(),
+    ) {
+        let data = format!(
+            r#"{{"id":"{id}","{key}x":"{text}","content":[{{"type":"text","text":"{text}"}}],"source":{{"kind":"{kind}"}},"role":"user"}}"#
+        );
+        let line = format!(r#"{{"type":"user/message","seq":0,"time":0,"data":{data}}}"#);
+        agrees(&line);
+        let value = crate::json::parse(&data).unwrap();
+        let view = View::parse(&data, 5).unwrap();
+        prop_assert_eq!(describe(&view), describe(&value));
+    }
+}

@@ -236,14 +236,15 @@ fn bless_file(path: &str, actuals: &[(String, String)]) {
 // Templates
 // ---------------------------------------------------------------------------
 
-/// Parses JSON keeping number spelling (`-0`, `1e400`) like the store does.
+/// Parses JSON keeping number spelling (`-0`, `1e400`) and lone surrogates (`\ud800`) like
+/// the store does.
 pub fn parse_json(text: &str) -> Value {
-    serde_json::from_str(text).unwrap_or_else(|error| panic!("bad JSON {text}: {error}"))
+    strata_core::json::parse(text).unwrap_or_else(|error| panic!("bad JSON {text}: {error}"))
 }
 
 fn expand_line(line: &str, default_seq: u64) -> String {
     let value = parse_json(line);
-    serde_json::to_string(&expand_row(value, default_seq)).expect("serialize row")
+    strata_core::json::to_js_string(&expand_row(value, default_seq))
 }
 
 /// Expands one row. A row object with a `$` key is a template:
@@ -663,7 +664,10 @@ fn render_seqs(seqs: &[Seq]) -> String {
 pub fn render_messages(messages: &[Message]) -> String {
     let items: Vec<String> = messages
         .iter()
-        .map(|message| format!("{}:{}", message.role(), message.id()))
+        .map(|message| {
+            let id = strata_core::json::text_from_held(message.id());
+            format!("{}:{id}", message.role())
+        })
         .collect();
     format!("[{}]", items.join(" "))
 }

@@ -32,6 +32,8 @@ use crate::harness::{header, live, raw_events, rows, scratch_messages, Snapshot}
 data_tests! { "session";
     // §11.3 item 2
     session_02_turn_with_tool_call_derives_user_assistant_user,
+    // docs/format.md §1a; issue 22
+    session_lone_surrogates_are_strings_like_any_other,
     // §11.3 item 3
     session_03_max_tokens_turn_end_round_trips,
     // §11.3 item 5

@@ -95,10 +95,11 @@ pub fn hydrate_fixture(bytes: &[u8], options: &FixtureOptions) -> Result<Fixture
         if raw.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let value: Value = serde_json::from_slice(raw).map_err(|error| FixtureError::Json {
-            line,
-            detail: error.to_string(),
-        })?;
+        // Read as JSON.parse reads it (strata_core::json): lone surrogates are kept.
+        let value: Value = std::str::from_utf8(raw)
+            .map_err(|error| error.to_string())
+            .and_then(|text| strata_core::json::parse(text).map_err(|error| error.to_string()))
+            .map_err(|detail| FixtureError::Json { line, detail })?;
         if header.is_none()
             && events.is_empty()
             && value.get("type").and_then(Value::as_str) == Some("session")

@@ -242,7 +242,13 @@ impl LegacyReader {
     }
 
     fn decode(&mut self, line: u64, bytes: &[u8]) -> Result<(), ReadError> {
-        let value: Value = serde_json::from_slice(bytes).map_err(|error| ReadError::Json {
+        // Read as JSON.parse reads it (strata_core::json): a lone surrogate, which upstream
+        // reads as a string unit, is kept rather than refused.
+        let text = std::str::from_utf8(bytes).map_err(|error| ReadError::Json {
+            at: self.at(line),
+            detail: error.to_string(),
+        })?;
+        let value: Value = strata_core::json::parse(text).map_err(|error| ReadError::Json {
             at: self.at(line),
             detail: error.to_string(),
         })?;

@@ -224,7 +224,8 @@ fn flush_batch(
 }
 
 /// Appends one V3 event line: compact JSON in the event's key order, `sourceEventSeqs` in the
-/// JSONL range encoding (session-core §10.1).
+/// JSONL range encoding (session-core §10.1). Strings are held ([`strata_core::json`], as the
+/// legacy reader reads them) and written as `JSON.stringify` writes them.
 pub fn encode_v3_line(event: &Map<String, Value>, out: &mut Vec<u8>) {
     let sources: Option<Vec<u64>> = match event.get("sourceEventSeqs") {
         Some(Value::Array(items)) => items.iter().map(Value::as_u64).collect(),
@@ -235,18 +236,18 @@ pub fn encode_v3_line(event: &Map<String, Value>, out: &mut Vec<u8>) {
         if position > 0 {
             out.push(b',');
         }
-        let _ = serde_json::to_writer(&mut *out, key);
+        write_json(out, &Value::String(key.clone()));
         out.push(b':');
         match (key.as_str(), &sources) {
-            ("sourceEventSeqs", Some(seqs)) => {
-                let _ = serde_json::to_writer(&mut *out, &encode_source_seqs(seqs));
-            }
-            _ => {
-                let _ = serde_json::to_writer(&mut *out, value);
-            }
+            ("sourceEventSeqs", Some(seqs)) => write_json(out, &encode_source_seqs(seqs)),
+            _ => write_json(out, value),
         }
     }
     out.extend_from_slice(b"}\n");
+}
+
+fn write_json(out: &mut Vec<u8>, value: &Value) {
+    out.extend_from_slice(strata_core::json::to_js_string(value).as_bytes());
 }
 
 /// Checks that the V3 messages say what the source's did: the same messages in the same

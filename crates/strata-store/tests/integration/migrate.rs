@@ -151,6 +151,50 @@ fn the_v3_log_reads_back_through_the_native_store_reader() {
     let _ = message_values(&session);
 }
 
+/// Issue 22 (defects found by hostile probes): a v0 log whose texts and ids hold lone UTF-16
+/// surrogates (upstream accepts it, `fixtures/v0/rules/msg-lone-surrogates-ok`) is read,
+/// validated and migrated, and the V3 log spells them as `JSON.stringify` does.
+#[test]
+fn lone_surrogates_are_read_and_migrated_as_json_stringify_writes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = fs::read_to_string(generated(GENERATED[0])).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let last_user = lines
+        .iter()
+        .rposition(|line| line.contains(r#""type":"user/message""#))
+        .unwrap();
+    let edited: String = lines
+        .iter()
+        .enumerate()
+        .map(|(index, line)| {
+            let line = if index == last_user {
+                line.replacen(r#""text":""#, r#""text":"A\ud800B \udbff\udfff "#, 1)
+                    .replacen(r#""id":""#, r#""id":"\udc00"#, 1)
+            } else {
+                (*line).to_owned()
+            };
+            format!("{line}\n")
+        })
+        .collect();
+    let source = dir.path().join("session.jsonl");
+    fs::write(&source, edited).unwrap();
+    validate_source(&source).unwrap();
+    let report = migrate_file(&source).unwrap();
+    let v3 = fs::read_to_string(&report.target).unwrap();
+    assert!(
+        v3.contains("\"text\":\"A\\ud800B \u{10FFFF} "),
+        "the text is kept"
+    );
+    assert!(v3.contains(r#""id":"\udc00"#), "the id is kept");
+    let stored = read_log(&report.target).unwrap();
+    let session = Session::restore(stored.header, stored.events, SeedOptions::default()).unwrap();
+    let written = strata_core::json::to_js_string(&Value::Array(message_values(&session)));
+    assert!(
+        written.contains("\"text\":\"A\\ud800B \u{10FFFF} "),
+        "{written}"
+    );
+}
+
 #[test]
 fn an_invalid_source_is_refused_before_anything_is_written() {
     let dir = tempfile::tempdir().unwrap();
@@ -300,10 +344,10 @@ fn accepted_rule_fixtures_migrate_with_the_same_messages() {
         compare_messages(&before, &after).unwrap_or_else(|detail| panic!("{name}: {detail}"));
         n_migrated += 1;
     }
-    // 56 cases are accepted by upstream's restore; the rest are refused above.
+    // 57 cases are accepted by upstream's restore; the rest are refused above.
     assert_eq!(
         n_migrated + REFUSED.len(),
-        56,
+        57,
         "{n_migrated} fixtures migrated"
     );
 }
