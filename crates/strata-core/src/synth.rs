@@ -120,7 +120,12 @@ fn text(rng: &mut Rng, bytes: usize) -> String {
 /// payload text until something asks for its tree (generated events are born parsed). For
 /// tests and benches of code that reads a loaded log's payloads.
 pub fn generate_loaded(config: &SynthConfig) -> Result<Session, AcceptError> {
-    let generated = generate(config)?;
+    reloaded(&generate(config)?)
+}
+
+/// `generated` restored from its events' texts, as [`generate_loaded`] does (for the other
+/// generators, such as [`generate_conversation`]).
+pub fn reloaded(generated: &Session) -> Result<Session, AcceptError> {
     let generation = generated.generation();
     Session::restore(
         generated.header().clone(),
