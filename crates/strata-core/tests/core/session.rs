@@ -749,3 +749,30 @@ fn deriving_and_reading_messages_leaves_every_stored_payload_unparsed() {
         assert_eq!(parsed_seqs(&restored), before, "after reading");
     }
 }
+
+/// `Event::u64_field` of a stored payload reads the number through a view: the same numbers as
+/// the parsed trees give, and no tree kept (a summarizer reads every message's `turn`).
+#[test]
+fn u64_field_reads_a_stored_payload_without_keeping_its_tree() {
+    let generated = strata_core::synth::generate(&strata_core::synth::SynthConfig {
+        events: 1_000,
+        ..strata_core::synth::SynthConfig::default()
+    })
+    .unwrap();
+    let restored = strata_core::synth::reloaded(&generated).unwrap();
+    let before = strata_core::synth::parsed_seqs(&restored);
+    for (stored, born) in restored.events().iter().zip(generated.events()) {
+        for key in ["turn", "step", "seq", "message"] {
+            assert_eq!(
+                stored.u64_field(key),
+                born.u64_field(key),
+                "{key} of {stored:?}"
+            );
+        }
+    }
+    assert!(restored
+        .events()
+        .iter()
+        .any(|event| event.u64_field("step") == Some(2)));
+    assert_eq!(strata_core::synth::parsed_seqs(&restored), before);
+}
