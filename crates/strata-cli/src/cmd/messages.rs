@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use serde_json::{json, Value};
-use strata_agent::export::{anthropic_request, openai_request, ExportError};
+use strata_agent::export::{anthropic_request, openai_request, ExportError, ExportedRequest};
 use strata_core::{request_at, Message, PairingError, RequestAtError, Seq};
 
 use super::{load_for_view, Status};
@@ -92,35 +92,42 @@ fn implied_at(loaded: &Loaded, at: u64) -> anyhow::Result<Implied> {
     }
 }
 
-/// strata's own shape: the message values as a JSON array, or a readable list.
+/// strata's own shape: the message values as a JSON array, or a readable list; written as it
+/// is produced, each message read once and dropped.
 fn print_dsh(messages: &[Message], format: Format) -> anyhow::Result<Status> {
+    let mut out = output::Stdout::new();
     if format.json {
-        output::line(&serde_json::to_string(messages)?)?;
-        return Ok(Status::Ok);
+        out.json_line(|writer| serde_json::to_writer(writer, messages))?;
+    } else {
+        for message in messages {
+            let (heading, text) = output::message_lines(message);
+            out.line(&heading)?;
+            out.line(&text)?;
+        }
     }
-    for message in messages {
-        output::line(&format!("── {} ({})", message.role(), message.id()))?;
-        output::line(&output::message_text(message))?;
-    }
+    out.finish()?;
     Ok(Status::Ok)
 }
 
-/// An exported request: one JSON line with `--json`, indented JSON otherwise; a refusal is
-/// reported (exit 1).
+/// An exported request: one JSON line with `--json`, indented JSON otherwise, serialized
+/// straight to stdout; a refusal is reported (exit 1).
 fn print_export(
     label: &str,
     shape: &str,
-    exported: Result<Value, ExportError>,
+    exported: Result<ExportedRequest<'_>, ExportError>,
     format: Format,
 ) -> anyhow::Result<Status> {
     let error = match exported {
         Ok(request) => {
-            let text = if format.json {
-                request.to_string()
-            } else {
-                serde_json::to_string_pretty(&request)?
-            };
-            output::line(&text)?;
+            let mut out = output::Stdout::new();
+            out.json_line(|writer| {
+                if format.json {
+                    serde_json::to_writer(writer, &request)
+                } else {
+                    serde_json::to_writer_pretty(writer, &request)
+                }
+            })?;
+            out.finish()?;
             return Ok(Status::Ok);
         }
         Err(error) => error,
