@@ -6,19 +6,27 @@
 //! request, and patching it here would hide what the log says. A crashed turn is answered by
 //! crash repair in the log (`strata repair`), not by the exporter.
 //!
-//! - OpenAI: the exact request the agent loop sends ([`chat_messages`] +
-//!   [`request_from_header`]), without DeepSeek's `reasoning_content`; with no
-//!   `request/header` in the log, just `{"messages": [...]}`.
+//! - OpenAI: the exact request the agent loop sends (each message as
+//!   [`chat_messages`](crate::agent::chat_messages) converts it, and [`request_from_header`]),
+//!   without DeepSeek's `reasoning_content`; with no `request/header` in the log, just
+//!   `{"messages": [...]}`.
 //! - Anthropic: `{model, max_tokens, system, messages, tools}`; system messages join into
 //!   `system`, tool calls become `tool_use` blocks (arguments parsed as the `input` object),
 //!   tool results become `tool_result` blocks of a user message, consecutive messages of one
 //!   role merge (the API alternates roles), reasoning is left out (it needs provider
 //!   signatures), attachments become a placeholder text.
+//!
+//! An export is an [`ExportedRequest`]: checked when it is built, and converted as it is
+//! serialized, one message at a time (each read from its event without keeping the tree,
+//! converted, written and dropped), so exporting a log of a million messages holds neither
+//! their trees nor the converted request. What it writes is the request a `Value` of the whole
+//! would print, byte for byte.
 
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{json, Map, Value};
 use strata_core::{check_tool_pairing, Message, PairingError};
 
-use crate::agent::{chat_messages, request_from_header, ReasoningReplay, ReconstructError};
+use crate::agent::{convert, request_from_header, ReconstructError};
 
 /// `max_tokens` of an Anthropic export when the header names none (the API requires one).
 pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u64 = 8192;
@@ -38,49 +46,81 @@ pub enum ExportError {
     Serialize(#[from] serde_json::Error),
 }
 
+/// A request ready to be serialized (`serde_json::to_writer`, `to_value`, …), its messages
+/// converted as they are written (see the module docs).
+#[derive(Debug)]
+pub struct ExportedRequest<'m> {
+    /// The request's members in order, `messages` standing empty where the converted
+    /// messages go.
+    members: Map<String, Value>,
+    messages: Messages<'m>,
+}
+
+/// The messages of an export, in one API's shape.
+#[derive(Debug)]
+enum Messages<'m> {
+    /// One or more chat messages per message.
+    Openai(&'m [Message]),
+    /// Runs of one role merged into a turn; system messages and messages with nothing to
+    /// send left out. One [`Turn`] per message.
+    Anthropic(&'m [Message], Vec<Turn>),
+}
+
+/// What an Anthropic export makes of one message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Turn {
+    /// Left out: a system message (joined into `system`) or nothing to send.
+    Skip,
+    User,
+    Assistant,
+}
+
 /// The OpenAI chat-completions request for `messages` under the canonical `header` (session
 /// `id` names the log in errors).
-pub fn openai_request(
+pub fn openai_request<'m>(
     id: &str,
     header: Option<&Value>,
-    messages: &[Message],
-) -> Result<Value, ExportError> {
+    messages: &'m [Message],
+) -> Result<ExportedRequest<'m>, ExportError> {
     check_tool_pairing(messages)?;
-    let chat = chat_messages(messages.iter().map(Message::value), ReasoningReplay::Never);
-    match header {
-        Some(header) => {
-            let request = request_from_header(id, header, chat)?;
-            Ok(serde_json::to_value(&request)?)
-        }
-        None => Ok(json!({ "messages": chat })),
-    }
+    let members = match header {
+        // A request is a struct, so it serializes as an object.
+        Some(header) => match serde_json::to_value(request_from_header(id, header, Vec::new())?)? {
+            Value::Object(members) => members,
+            _ => Map::new(),
+        },
+        None => Map::from_iter([("messages".to_owned(), json!([]))]),
+    };
+    Ok(ExportedRequest {
+        members,
+        messages: Messages::Openai(messages),
+    })
 }
 
 /// The Anthropic messages request for `messages` under the canonical `header`.
-pub fn anthropic_request(
+pub fn anthropic_request<'m>(
     header: Option<&Value>,
-    messages: &[Message],
-) -> Result<Value, ExportError> {
+    messages: &'m [Message],
+) -> Result<ExportedRequest<'m>, ExportError> {
     check_tool_pairing(messages)?;
     let mut system: Vec<String> = Vec::new();
-    let mut turns: Vec<(String, Vec<Value>)> = Vec::new();
-    for message in messages {
-        let (role, blocks) = match message.role() {
-            "system" => {
-                system.push(join_text(message.content()));
-                continue;
+    let turns: Vec<Turn> = messages
+        .iter()
+        .map(|message| {
+            let message = message.value_uncached();
+            let content = content(&message);
+            match str_field(&message, "role") {
+                "system" => {
+                    system.push(join_text(content));
+                    Turn::Skip
+                }
+                "assistant" if assistant_blocks(content).is_empty() => Turn::Skip,
+                "assistant" => Turn::Assistant,
+                _ if user_blocks(content).is_empty() => Turn::Skip,
+                _ => Turn::User,
             }
-            "assistant" => ("assistant", assistant_blocks(message.content())),
-            _ => ("user", user_blocks(message.content())),
-        };
-        if blocks.is_empty() {
-            continue;
-        }
-        match turns.last_mut() {
-            Some((last, content)) if last == role => content.extend(blocks),
-            _ => turns.push((role.to_owned(), blocks)),
-        }
-    }
+        })
+        .collect();
     let config = header.and_then(|header| header.get("config"));
     let mut request = Map::new();
     if let Some(model) = config.and_then(|config| config.get("model")) {
@@ -98,11 +138,7 @@ pub fn anthropic_request(
     if !system.is_empty() {
         request.insert("system".into(), system.join("\n\n").into());
     }
-    let turns: Vec<Value> = turns
-        .into_iter()
-        .map(|(role, content)| json!({"role": role, "content": content}))
-        .collect();
-    request.insert("messages".into(), turns.into());
+    request.insert("messages".into(), json!([]));
     let tools: Vec<Value> = header
         .and_then(|header| header.get("tools"))
         .and_then(Value::as_array)
@@ -125,7 +161,110 @@ pub fn anthropic_request(
     if !tools.is_empty() {
         request.insert("tools".into(), tools.into());
     }
-    Ok(Value::Object(request))
+    Ok(ExportedRequest {
+        members: request,
+        messages: Messages::Anthropic(messages, turns),
+    })
+}
+
+impl Serialize for ExportedRequest<'_> {
+    /// The members in order, as a `Value` object serializes them, with the messages written
+    /// where `messages` stands.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.members.len()))?;
+        for (key, value) in &self.members {
+            if key == "messages" {
+                map.serialize_entry(key, &self.messages)?;
+            } else {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
+}
+
+impl Serialize for Messages<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Messages::Openai(messages) => {
+                serializer.collect_seq(messages.iter().flat_map(|message| {
+                    let mut chat = Vec::new();
+                    // DeepSeek's `reasoning_content` is never exported.
+                    convert(&message.value_uncached(), false, &mut chat);
+                    chat
+                }))
+            }
+            Messages::Anthropic(messages, turns) => {
+                serializer.collect_seq(runs(turns).map(|(turn, range)| Run {
+                    turn,
+                    messages: &messages[range.clone()],
+                    turns: &turns[range],
+                }))
+            }
+        }
+    }
+}
+
+/// The runs of one role among `turns`, skipped messages ignored: each run's role and the index
+/// range from its first message to the next run's (the skipped messages in it are left out
+/// when it is written).
+fn runs(turns: &[Turn]) -> impl Iterator<Item = (Turn, std::ops::Range<usize>)> + '_ {
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        let first = start
+            + turns
+                .get(start..)?
+                .iter()
+                .position(|turn| *turn != Turn::Skip)?;
+        let turn = turns[first];
+        let end = turns[first..]
+            .iter()
+            .position(|other| *other != Turn::Skip && *other != turn)
+            .map_or(turns.len(), |offset| first + offset);
+        start = end;
+        Some((turn, first..end))
+    })
+}
+
+/// One Anthropic message: `{role, content}`, the content blocks of a run's messages.
+struct Run<'m> {
+    turn: Turn,
+    messages: &'m [Message],
+    turns: &'m [Turn],
+}
+
+impl Serialize for Run<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let role = match self.turn {
+            Turn::Assistant => "assistant",
+            _ => "user",
+        };
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("role", role)?;
+        map.serialize_entry("content", &RunContent(self))?;
+        map.end()
+    }
+}
+
+struct RunContent<'r, 'm>(&'r Run<'m>);
+
+impl Serialize for RunContent<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let run = self.0;
+        let blocks = run
+            .messages
+            .iter()
+            .zip(run.turns)
+            .filter(|(_, turn)| **turn == run.turn)
+            .flat_map(|(message, _)| {
+                let message = message.value_uncached();
+                match run.turn {
+                    Turn::Assistant => assistant_blocks(content(&message)),
+                    _ => user_blocks(content(&message)),
+                }
+            });
+        serializer.collect_seq(blocks)
+    }
 }
 
 fn assistant_blocks(content: &[Value]) -> Vec<Value> {
@@ -201,6 +340,14 @@ fn join_text(blocks: &[Value]) -> String {
         })
         .collect();
     parts.join("\n")
+}
+
+/// A message object's content blocks.
+fn content(message: &Value) -> &[Value] {
+    message
+        .get("content")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
 }
 
 fn block_type(block: &Value) -> &str {

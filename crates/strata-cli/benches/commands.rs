@@ -8,16 +8,25 @@
 //! `inspect`, `report`, `fork` and `compact --dry-run` take 3–4 GB on an 800 MB log, and a
 //! progress wrapper that dropped the decoders' prechecked rows made `validate` twice a load).
 //!
-//! Run: `cargo bench -p strata-cli --bench commands`. Knobs: `STRATA_BENCH_EVENTS` (default
-//! 200,000 events of the realistic synthetic log), `STRATA_BENCH_DIR` (default a temp dir),
-//! `STRATA_BENCH_RUNS` (best of this many runs per command, default 3),
-//! `STRATA_BENCH_BASELINE` (another build's `strata` binary, measured beside this one).
+//! Two shapes of log: `realistic` (the synthetic agent log, compacted every few turns, so its
+//! surface stays small however long the log) and `conversation` (a long conversation never
+//! compacted: nearly every event a live surface node, so whatever a command keeps per surface
+//! node, such as a parsed message tree, shows at full size).
+//!
+//! Run: `cargo bench -p strata-cli --bench commands`. Knobs: `STRATA_BENCH_SHAPE`
+//! (`realistic`, the default, or `conversation`), `STRATA_BENCH_EVENTS` (default 200,000 events
+//! of the realistic log), `STRATA_BENCH_NODES` (default 200,000 live nodes of the conversation),
+//! `STRATA_BENCH_DIR` (default a temp dir), `STRATA_BENCH_RUNS` (best of this many runs per
+//! command, default 3), `STRATA_BENCH_BASELINE` (another build's `strata` binary, measured
+//! beside this one). For example, the million-node conversation beside a baseline build:
+//! `STRATA_BENCH_SHAPE=conversation STRATA_BENCH_NODES=1000000 STRATA_BENCH_BASELINE=OLD
+//! cargo bench -p strata-cli --bench commands`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use strata_core::synth::{generate, SynthConfig};
+use strata_core::synth::{generate, generate_conversation, ConversationConfig, SynthConfig};
 use strata_store::{Backend, Compression, JsonlBackend, JsonlConfig, Store};
 
 /// The id of the generated session.
@@ -33,14 +42,21 @@ fn env_u64(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// Child process entry: writes the realistic synthetic log of `n_events` as a raw V3 JSONL
-/// file under `root`.
-fn generate_log(root: &Path, n_events: u64) {
-    let session = generate(&SynthConfig {
-        events: n_events,
-        id: ID.to_owned(),
-        ..SynthConfig::default()
-    })
+/// Child process entry: writes the synthetic log of `shape` and `size` (events of the
+/// realistic log, live nodes of the conversation) as a raw V3 JSONL file under `root`.
+fn generate_log(root: &Path, shape: &str, size: u64) {
+    let session = match shape {
+        "conversation" => generate_conversation(&ConversationConfig {
+            nodes: size,
+            id: ID.to_owned(),
+            ..ConversationConfig::default()
+        }),
+        _ => generate(&SynthConfig {
+            events: size,
+            id: ID.to_owned(),
+            ..SynthConfig::default()
+        }),
+    }
     .expect("the generator's appends are valid");
     let backend = JsonlBackend::new(JsonlConfig::new(root.to_path_buf(), Compression::None));
     let mut appender = backend
@@ -51,6 +67,11 @@ fn generate_log(root: &Path, n_events: u64) {
         appender.append_events(batch).expect("append a batch");
     }
     drop(appender);
+}
+
+/// The number of newlines in `bytes`.
+fn count_lines(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|byte| **byte == b'\n').count()
 }
 
 /// The one `session.v3.jsonl` under `root`.
@@ -114,14 +135,19 @@ fn main() {
         return;
     }
     if let Some(index) = args.iter().position(|arg| arg == "--child-generate") {
-        let n_events = args[index + 2].parse().expect("an event count");
-        generate_log(Path::new(&args[index + 1]), n_events);
+        let size = args[index + 3].parse().expect("a size");
+        generate_log(Path::new(&args[index + 1]), &args[index + 2], size);
         return;
     }
     if args.iter().any(|arg| arg == "--list") {
         return;
     }
-    let n_events = env_u64("STRATA_BENCH_EVENTS", 200_000);
+    let shape = std::env::var("STRATA_BENCH_SHAPE").unwrap_or_else(|_| "realistic".into());
+    let size = match shape.as_str() {
+        "realistic" => env_u64("STRATA_BENCH_EVENTS", 200_000),
+        "conversation" => env_u64("STRATA_BENCH_NODES", 200_000),
+        other => panic!("STRATA_BENCH_SHAPE: {other:?} is neither realistic nor conversation"),
+    };
     let runs = env_u64("STRATA_BENCH_RUNS", 3).max(1);
     let base = std::env::var_os("STRATA_BENCH_DIR")
         .map(PathBuf::from)
@@ -138,17 +164,23 @@ fn main() {
         .args([
             "--child-generate",
             &root.display().to_string(),
-            &n_events.to_string(),
+            &shape,
+            &size.to_string(),
         ])
         .status()
         .expect("spawn the generator");
     assert!(status.success(), "generating the log failed");
     let log = find_log(&root).expect("the generated log");
-    let log_bytes = std::fs::metadata(&log).map_or(0, |meta| meta.len());
+    let bytes = std::fs::read(&log).expect("read the generated log");
+    let log_bytes = bytes.len() as u64;
+    // Lines after the header line.
+    let n_events = count_lines(&bytes).saturating_sub(1) as u64;
+    drop(bytes);
     let strata = env!("CARGO_BIN_EXE_strata");
     let scratch = dir.path().join("out");
     std::fs::create_dir_all(&scratch).expect("scratch dir");
     let fork_at = (n_events * 9 / 10).to_string();
+    let at = fork_at.clone();
     let log_arg = log.to_str().expect("a UTF-8 temp path").to_owned();
     let cases: Vec<(&str, Vec<String>)> = vec![
         ("validate", vec!["validate".into(), log_arg.clone()]),
@@ -156,8 +188,48 @@ fn main() {
         ("surface", vec!["surface".into(), log_arg.clone()]),
         ("messages", vec!["messages".into(), log_arg.clone()]),
         (
+            "messages --json",
+            vec!["messages".into(), log_arg.clone(), "--json".into()],
+        ),
+        (
+            "messages openai",
+            vec![
+                "messages".into(),
+                log_arg.clone(),
+                "--format".into(),
+                "openai".into(),
+            ],
+        ),
+        (
+            "messages anthropic",
+            vec![
+                "messages".into(),
+                log_arg.clone(),
+                "--format".into(),
+                "anthropic".into(),
+            ],
+        ),
+        (
+            "messages --at 90%",
+            vec![
+                "messages".into(),
+                log_arg.clone(),
+                "--at".into(),
+                at.clone(),
+            ],
+        ),
+        (
             "compact --dry-run",
             vec!["compact".into(), log_arg.clone(), "--dry-run".into()],
+        ),
+        (
+            "compact --offline",
+            vec![
+                "compact".into(),
+                log_arg.clone(),
+                "--dry-run".into(),
+                "--offline".into(),
+            ],
         ),
         (
             "prune --dry-run",
@@ -202,12 +274,13 @@ fn main() {
         binaries.push(("baseline", baseline));
     }
     println!(
-        "## strata subcommands on a {n_events}-event log ({:.0} MB of raw V3 JSONL), best of {runs}",
+        "## strata subcommands on the {shape} log of {size} {} ({n_events} events, {:.0} MB of raw V3 JSONL), best of {runs}",
+        if shape == "conversation" { "live nodes" } else { "events" },
         log_bytes as f64 / 1e6
     );
     println!(
-        "{:<20} {:<9} {:>8} {:>12} {:>10} {:>10}",
-        "command", "binary", "wall s", "peak RSS MB", "time/load", "RSS/load"
+        "{:<20} {:<9} {:>8} {:>12} {:>10} {:>10} {:>10}",
+        "command", "binary", "wall s", "peak RSS MB", "time/load", "RSS/load", "RSS/file"
     );
     let mut load_best = (f64::MAX, u64::MAX);
     let mut best = vec![vec![(f64::MAX, u64::MAX); binaries.len()]; cases.len()];
@@ -234,13 +307,14 @@ fn main() {
     }
     let row = |name: &str, label: &str, (seconds, rss): (f64, u64)| {
         println!(
-            "{:<20} {:<9} {:>8.3} {:>12.0} {:>9.2}x {:>9.2}x",
+            "{:<20} {:<9} {:>8.3} {:>12.0} {:>9.2}x {:>9.2}x {:>9.2}x",
             name,
             label,
             seconds,
             rss as f64 / 1e6,
             seconds / load_best.0,
-            rss as f64 / load_best.1 as f64
+            rss as f64 / load_best.1 as f64,
+            rss as f64 / log_bytes as f64
         );
     };
     row("Store::load", "", load_best);

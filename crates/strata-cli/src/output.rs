@@ -1,9 +1,9 @@
 //! Printing: JSON shapes of the CLI contract and plain-text views for people.
 
-use std::io::{self, Write};
+use std::io::{self, BufWriter, StdoutLock, Write};
 
 use serde_json::{json, Value};
-use strata_core::{json, Fold, Message};
+use strata_core::{json, Fold, Message, Seq};
 
 use crate::input::Rejection;
 
@@ -53,6 +53,53 @@ pub fn error_json(file: Option<&str>, kind: &str, message: &str) -> Value {
     Value::Object(object)
 }
 
+/// Stdout locked once and buffered, for a command that prints a line per surface node or
+/// message, or JSON serialized straight into it: a line costs no system call of its own, and
+/// nothing is built whole before it is written. [`Stdout::finish`] flushes; a write error (a
+/// closed pipe among them, see [`is_broken_pipe`]) comes back as an [`io::Error`].
+pub struct Stdout {
+    out: BufWriter<StdoutLock<'static>>,
+}
+
+impl Stdout {
+    /// Locks stdout for this command's output.
+    pub fn new() -> Stdout {
+        Stdout {
+            out: BufWriter::with_capacity(64 * 1024, io::stdout().lock()),
+        }
+    }
+
+    /// Writes one line.
+    pub fn line(&mut self, text: &str) -> anyhow::Result<()> {
+        self.out.write_all(text.as_bytes())?;
+        self.out.write_all(b"\n")?;
+        Ok(())
+    }
+
+    /// Writes the JSON `serialize` puts straight into stdout (`serde_json::to_writer` or
+    /// `to_writer_pretty`) and ends the line. A write error comes back as the `io::Error` it
+    /// was: serde's error would hide it from [`is_broken_pipe`] (its source skips it).
+    pub fn json_line(
+        &mut self,
+        serialize: impl FnOnce(&mut dyn Write) -> serde_json::Result<()>,
+    ) -> anyhow::Result<()> {
+        serialize(&mut self.out).map_err(io::Error::from)?;
+        self.out.write_all(b"\n")?;
+        Ok(())
+    }
+
+    /// The writer, for output written straight into it.
+    pub fn writer(&mut self) -> &mut impl Write {
+        &mut self.out
+    }
+
+    /// Flushes what is buffered.
+    pub fn finish(mut self) -> anyhow::Result<()> {
+        self.out.flush()?;
+        Ok(())
+    }
+}
+
 /// `{"ok":false,"error":{"rule","seq","index","line","message"}}` for `validate --json`.
 pub fn rejection_json(rejection: &Rejection) -> Value {
     json!({
@@ -84,17 +131,53 @@ pub fn rejection_text(rejection: &Rejection) -> String {
     .into_owned()
 }
 
-/// `{"nodes":[..],"replacements":[{"seq","startSeq","endSeq","shadowed"}]}` for `surface --json`.
-pub fn fold_json(fold: &Fold) -> Value {
-    json!({
-        "nodes": fold.nodes.iter().map(|seq| seq.get()).collect::<Vec<_>>(),
-        "replacements": fold.replacements.iter().map(|replacement| json!({
-            "seq": replacement.seq.get(),
-            "startSeq": replacement.start.get(),
-            "endSeq": replacement.end.get(),
-            "shadowed": replacement.shadowed.iter().map(|seq| seq.get()).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-    })
+/// `{"nodes":[..],"replacements":[{"seq","startSeq","endSeq","shadowed"}]}` for `surface --json`,
+/// written as it goes (a million nodes as `Value`s would be a heap string each).
+pub fn write_fold_json(out: &mut impl Write, fold: &Fold) -> io::Result<()> {
+    fn seqs(out: &mut impl Write, seqs: &[Seq]) -> io::Result<()> {
+        out.write_all(b"[")?;
+        for (index, seq) in seqs.iter().enumerate() {
+            if index > 0 {
+                out.write_all(b",")?;
+            }
+            write!(out, "{}", seq.get())?;
+        }
+        out.write_all(b"]")
+    }
+    out.write_all(br#"{"nodes":"#)?;
+    seqs(out, &fold.nodes)?;
+    out.write_all(br#","replacements":["#)?;
+    for (index, replacement) in fold.replacements.iter().enumerate() {
+        if index > 0 {
+            out.write_all(b",")?;
+        }
+        write!(
+            out,
+            r#"{{"seq":{},"startSeq":{},"endSeq":{},"shadowed":"#,
+            replacement.seq.get(),
+            replacement.start.get(),
+            replacement.end.get()
+        )?;
+        seqs(out, &replacement.shadowed)?;
+        out.write_all(b"}")?;
+    }
+    out.write_all(b"]}")
+}
+
+/// `[{"seq","startSeq","endSeq","shadowed"}]`: a fold's replacements as `inspect --json` lists
+/// them (what [`write_fold_json`] writes under `replacements`).
+pub fn replacements_json(fold: &Fold) -> Value {
+    fold.replacements
+        .iter()
+        .map(|replacement| {
+            json!({
+                "seq": replacement.seq.get(),
+                "startSeq": replacement.start.get(),
+                "endSeq": replacement.end.get(),
+                "shadowed": replacement.shadowed.iter().map(|seq| seq.get()).collect::<Vec<_>>(),
+            })
+        })
+        .collect()
 }
 
 /// An epoch-milliseconds instant as UTC `YYYY-MM-DD HH:MM:SS` (proleptic Gregorian calendar).
@@ -124,28 +207,40 @@ pub fn utc_time(epoch_ms: u64) -> String {
     )
 }
 
-/// A one-line preview of a message: role, id and the start of its text.
+/// A one-line preview of a message: role, id and the start of its text. Reads the message
+/// once without keeping its tree ([`Message::value_uncached`]).
 pub fn message_preview(message: &Message, width: usize) -> String {
-    let text = message_text(message);
+    let value = message.value_uncached();
+    let text = message_value_text(&value);
     let mut preview: String = text.chars().take(width).collect();
     if text.chars().count() > width {
         preview.push('…');
     }
     format!(
         "{:<9} {:<28} {}",
-        message.role(),
-        json::text_from_held(message.id()),
+        str_field(&value, "role"),
+        json::text_from_held(str_field(&value, "id")),
         preview.replace('\n', "⏎")
     )
 }
 
-/// The human-readable text of a message: text blocks, tool calls and tool results.
-pub fn message_text(message: &Message) -> String {
-    content_text(message.content())
+/// The heading and text lines of a message in `strata messages`: `── role (id)`, then the
+/// human-readable text. Reads the message once without keeping its tree.
+pub fn message_lines(message: &Message) -> (String, String) {
+    let value = message.value_uncached();
+    let heading = format!(
+        "── {} ({})",
+        str_field(&value, "role"),
+        json::text_from_held(str_field(&value, "id"))
+    );
+    (
+        visible(&heading).into_owned(),
+        visible_lines(&message_value_text(&value)),
+    )
 }
 
-/// [`message_text`] of a message object the caller parsed (see
-/// [`strata_core::projected_message`]).
+/// The human-readable text (text blocks, tool calls and tool results) of a message object the
+/// caller parsed (see [`strata_core::projected_message`], [`Message::value_uncached`]).
 pub fn message_value_text(message: &Value) -> String {
     content_text(
         message
@@ -153,6 +248,11 @@ pub fn message_value_text(message: &Value) -> String {
             .and_then(Value::as_array)
             .map_or(&[], Vec::as_slice),
     )
+}
+
+/// A string member of a message object, or `""` ([`Message::role`], [`Message::id`]).
+fn str_field<'v>(value: &'v Value, key: &str) -> &'v str {
+    value.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
 /// Text for a terminal: held strings are joined with text of strata's own, then shown with

@@ -242,7 +242,7 @@ mod report;
 mod migrate;
 
 // `strata inspect`, `messages --format/--at`, `repair`, `fork`, and the golden outputs of
-// `inspect` and `surface` (issue 7).
+// `inspect`, `surface` and `messages` (issue 7).
 #[path = "cli/view.rs"]
 mod view;
 

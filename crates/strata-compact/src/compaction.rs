@@ -626,7 +626,7 @@ pub(crate) fn is_checkpoint(session: &Session, seq: Seq) -> bool {
     session.event(seq).is_some_and(|event| {
         *event.event_type() == EventType::UserMessage
             && event
-                .data()
+                .data_uncached()
                 .get("source")
                 .and_then(|source| source.get("plugin"))
                 .and_then(Value::as_str)

@@ -64,21 +64,27 @@ pub fn extract(request: &SummaryRequest) -> Summary {
     let mut files: BTreeSet<String> = BTreeSet::new();
     let mut errors: Vec<String> = Vec::new();
     for message in request.shadowed_messages() {
-        let value = message.value();
+        // Read once, the tree dropped after: a span may be a whole log's messages.
+        let value = message.value_uncached();
         let source_kind = value
             .get("source")
             .and_then(|source| source.get("kind"))
             .and_then(Value::as_str);
+        let content = value
+            .get("content")
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice);
         let turn_number = message.event().u64_field("turn");
-        match (message.role(), source_kind) {
+        let role = value.get("role").and_then(Value::as_str).unwrap_or("");
+        match (role, source_kind) {
             ("user", Some("user")) => {
                 turns.push(Turn {
-                    prompt: first_line(&message_text(message.content())),
+                    prompt: first_line(&message_text(content)),
                     ..Turn::default()
                 });
             }
             ("user", Some("tool")) => {
-                let Some(block) = message.content().first() else {
+                let Some(block) = content.first() else {
                     continue;
                 };
                 let call_id = block
@@ -110,7 +116,7 @@ pub fn extract(request: &SummaryRequest) -> Summary {
                 }
             }
             ("user", _) => {
-                let text = message_text(message.content());
+                let text = message_text(content);
                 if let Some(inner) = checkpoint_body(&text) {
                     carried.extend(
                         inner
@@ -128,10 +134,10 @@ pub fn extract(request: &SummaryRequest) -> Summary {
                 if turn.label.is_none() {
                     turn.label = turn_number;
                 }
-                if let Some(line) = last_line(&message_text(message.content())) {
+                if let Some(line) = last_line(&message_text(content)) {
                     turn.last_answer = Some(line);
                 }
-                for block in message.content() {
+                for block in content {
                     if block.get("type").and_then(Value::as_str) != Some("tool-call") {
                         continue;
                     }

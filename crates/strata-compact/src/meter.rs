@@ -328,7 +328,10 @@ impl Ledger {
                 self.consistent = false;
                 continue;
             };
-            let data = event.data();
+            // Parsed without keeping the tree: a resumed session's surface may be a million
+            // nodes, all held as text until now.
+            let data = event.data_uncached();
+            let data = &*data;
             let mut delta = 0_i32;
             let price = match event.event_type() {
                 EventType::UserMessage => message_tokens(data, estimator),
@@ -385,7 +388,7 @@ impl Ledger {
         }
         self.replace_generation = session.surface().replace_generation();
         if let Some(assistant) = session.latest(&EventType::AssistantMessage) {
-            if let Some(usage) = assistant.data().get("usage") {
+            if let Some(usage) = assistant.data_uncached().get("usage") {
                 let field = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
                 let surface_tokens: u64 = self
                     .nodes

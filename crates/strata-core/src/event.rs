@@ -17,6 +17,7 @@ use serde_json::Value;
 use crate::data::Data;
 use crate::generation::{Generation, ReplaceSpelling};
 use crate::seq::Seq;
+use crate::view::{Node, View};
 
 /// An event type tag such as `turn/start`; core types are interned variants.
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -462,12 +463,18 @@ impl Event {
         self.data.value().get(key)
     }
 
-    /// A non-negative integer field of `data` (`turn`, `step`, …).
+    /// A non-negative integer field of `data` (`turn`, `step`, …). Read through a borrowed
+    /// view when the payload is not parsed: no tree is built for a number, nor kept.
     pub fn u64_field(&self, key: &str) -> Option<u64> {
-        self.data
-            .value()
-            .get(key)
-            .and_then(crate::json::non_negative_safe_integer)
+        if self.data.is_parsed() {
+            return self
+                .data
+                .value()
+                .get(key)
+                .and_then(crate::json::non_negative_safe_integer);
+        }
+        let data = View::parse(self.data.json(), 1)?;
+        data.get(key)?.seq_number()
     }
 
     /// Serializes the envelope as one compact JSON object in `generation`'s

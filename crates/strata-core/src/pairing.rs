@@ -59,15 +59,17 @@ struct OpenCall {
 /// Checks that every `tool-call` block of an assistant message is answered by one
 /// `tool-result` block in the messages that follow it, before the next assistant message or
 /// user-typed message, and that every result answers such a call. Returns the first problem in
-/// message order.
+/// message order. Each message is read once and its tree dropped
+/// ([`Message::value_uncached`]), so checking a whole log's messages keeps none.
 pub fn check_tool_pairing<'a>(
     messages: impl IntoIterator<Item = &'a Message>,
 ) -> Result<(), PairingError> {
     let mut open: Vec<OpenCall> = Vec::new();
     for message in messages {
         let seq = message.event().seq().get();
-        let results: Vec<&str> = message
-            .content()
+        let value = message.value_uncached();
+        let content = content(&value);
+        let results: Vec<&str> = content
             .iter()
             .filter(|block| block_type(block) == "tool-result")
             .map(|block| str_field(block, "toolCallId"))
@@ -77,15 +79,14 @@ pub fn check_tool_pairing<'a>(
             if let Some(call) = open.first() {
                 return Err(missing(call, Some(seq)));
             }
-            if message.role() == "assistant" {
-                open = message
-                    .content()
+            if str_field(&value, "role") == "assistant" {
+                open = content
                     .iter()
                     .filter(|block| block_type(block) == "tool-call")
                     .map(|block| OpenCall {
                         call_id: str_field(block, "id").to_owned(),
                         name: str_field(block, "name").to_owned(),
-                        message_id: message.id().to_owned(),
+                        message_id: str_field(&value, "id").to_owned(),
                         seq,
                     })
                     .collect();
@@ -96,7 +97,7 @@ pub fn check_tool_pairing<'a>(
             let Some(index) = open.iter().position(|call| call.call_id == call_id) else {
                 return Err(PairingError::OrphanResult {
                     call_id: call_id.to_owned(),
-                    message_id: message.id().to_owned(),
+                    message_id: str_field(&value, "id").to_owned(),
                     seq,
                 });
             };
@@ -117,6 +118,14 @@ fn missing(call: &OpenCall, next_seq: Option<u64>) -> PairingError {
         seq: call.seq,
         next_seq,
     }
+}
+
+/// A message's content blocks ([`Message::content`] of a tree the caller holds).
+fn content(message: &Value) -> &[Value] {
+    message
+        .get("content")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
 }
 
 fn block_type(block: &Value) -> &str {

@@ -120,7 +120,12 @@ fn text(rng: &mut Rng, bytes: usize) -> String {
 /// payload text until something asks for its tree (generated events are born parsed). For
 /// tests and benches of code that reads a loaded log's payloads.
 pub fn generate_loaded(config: &SynthConfig) -> Result<Session, AcceptError> {
-    let generated = generate(config)?;
+    reloaded(&generate(config)?)
+}
+
+/// `generated` restored from its events' texts, as [`generate_loaded`] does (for the other
+/// generators, such as [`generate_conversation`]).
+pub fn reloaded(generated: &Session) -> Result<Session, AcceptError> {
     let generation = generated.generation();
     Session::restore(
         generated.header().clone(),
@@ -321,6 +326,196 @@ pub fn generate(config: &SynthConfig) -> Result<Session, AcceptError> {
                 time,
             )?;
         }
+        session.append(
+            Candidate::log_only(payload::TurnEnd {
+                turn,
+                reason: json!({"kind": "completed"}),
+            }),
+            time,
+        )?;
+    }
+    Ok(session)
+}
+
+/// What [`generate_conversation`] generates.
+#[derive(Clone, Debug)]
+pub struct ConversationConfig {
+    /// Stop at the first turn boundary at or after this many live surface nodes.
+    pub nodes: u64,
+    /// PRNG seed.
+    pub seed: u64,
+    /// Bytes of text per message (approximate).
+    pub content_bytes: usize,
+    /// User/assistant exchanges per turn.
+    pub exchanges_per_turn: u64,
+    /// Every this many exchanges the assistant calls a tool first (0 = never).
+    pub tool_every: u64,
+    /// Session id.
+    pub id: String,
+}
+
+impl Default for ConversationConfig {
+    fn default() -> ConversationConfig {
+        ConversationConfig {
+            nodes: 1_000,
+            seed: 7,
+            content_bytes: 12,
+            exchanges_per_turn: 50,
+            tool_every: 8,
+            id: "conversation".into(),
+        }
+    }
+}
+
+/// Generates a long conversation that was never compacted or pruned: short user and
+/// assistant messages (now and then a tool call and its result), nearly every event a live
+/// surface node. The shape [`generate`] does not reach, whose compactions keep the surface
+/// small: here the surface is as large as the log, and so is whatever a reader keeps per
+/// node. Fails only if the generator itself is wrong (every append is validated).
+pub fn generate_conversation(config: &ConversationConfig) -> Result<Session, AcceptError> {
+    let created_at = 1_700_000_000_000_u64;
+    let header = SessionHeader::new(crate::header::HeaderSpec {
+        id: config.id.clone(),
+        created_at,
+        cwd: Some("/home/user/project".into()),
+        ..Default::default()
+    })?;
+    let mut session = Session::create(header)?;
+    let mut rng = Rng(config.seed.max(1));
+    let mut time = created_at as i64;
+    let (provider, model) = ("deepseek", "deepseek-chat");
+    let mut turn = 0_u64;
+    let mut exchange = 0_u64;
+    while (session.surface().len() as u64) < config.nodes {
+        turn += 1;
+        time += 1_000;
+        session.append(Candidate::log_only(payload::TurnStart { turn }), time)?;
+        session.append(
+            Candidate::log_only(payload::StepStart { turn, step: 1 }),
+            time,
+        )?;
+        if session.surface().is_empty() {
+            let message = payload::system_message(
+                "system-0",
+                "You are a helpful assistant.",
+                "@deepseek-ai/dsh-system-prompt",
+            );
+            session.append(
+                Candidate::surface(
+                    payload::SystemMessage {
+                        turn,
+                        step: 1,
+                        message,
+                    },
+                    SurfaceIntent::append(),
+                ),
+                time,
+            )?;
+            let header = json!({"config": {"provider": provider, "model": model, "maxTokens": 8192},
+                "tools": [{"name": "read_file", "description": "Read a file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}]});
+            session.append(
+                Candidate::log_only(payload::RequestHeader {
+                    header,
+                    reason: HeaderReason::Initial,
+                    starts_series: false,
+                }),
+                time,
+            )?;
+        }
+        for _ in 0..config.exchanges_per_turn.max(1) {
+            exchange += 1;
+            time += 10;
+            let prompt = text(&mut rng, config.content_bytes);
+            let message = payload::user_text_message(&format!("u{exchange}"), &prompt);
+            session.append(
+                Candidate::surface(payload::UserMessage { message }, SurfaceIntent::append()),
+                time,
+            )?;
+            if config.tool_every > 0 && exchange % config.tool_every == 0 {
+                let call_id = format!("c{exchange}");
+                let call = payload::tool_call_block(&call_id, "read_file", "{\"path\":\"a\"}");
+                let message = payload::assistant_message(
+                    &format!("a{exchange}t"),
+                    vec![call],
+                    provider,
+                    model,
+                );
+                session.append(
+                    Candidate::surface(
+                        payload::AssistantMessage {
+                            turn,
+                            step: 1,
+                            message,
+                            stream: Vec::new(),
+                            usage: None,
+                            interrupted: false,
+                        },
+                        Placement::append(),
+                    ),
+                    time,
+                )?;
+                let call_seq = session
+                    .append(
+                        Candidate::log_only(payload::ToolCall {
+                            turn,
+                            step: 1,
+                            call_id: call_id.clone(),
+                            name: "read_file".into(),
+                            arguments: "{\"path\":\"a\"}".into(),
+                        }),
+                        time,
+                    )?
+                    .seq();
+                let body = text(&mut rng, config.content_bytes);
+                session.append(
+                    Candidate::surface(
+                        payload::ToolResult {
+                            turn,
+                            step: 1,
+                            message: payload::tool_result_message(
+                                &format!("r{exchange}"),
+                                &call_id,
+                                vec![payload::text_block(&body)],
+                                false,
+                            ),
+                            error: None,
+                            meta: None,
+                        },
+                        SurfaceIntent::append_citing(vec![call_seq]),
+                    ),
+                    time,
+                )?;
+            }
+            let answer = text(&mut rng, config.content_bytes);
+            let message = payload::assistant_message(
+                &format!("a{exchange}"),
+                vec![payload::text_block(&answer)],
+                provider,
+                model,
+            );
+            // Provider usage on a turn's last answer: the sample a token meter anchors on.
+            let usage = (exchange % config.exchanges_per_turn.max(1) == 0).then(|| {
+                json!({"inputTokens": 1000 + session.len() as u64, "outputTokens": 20 + rng.below(80)})
+            });
+            session.append(
+                Candidate::surface(
+                    payload::AssistantMessage {
+                        turn,
+                        step: 1,
+                        message,
+                        stream: Vec::new(),
+                        usage,
+                        interrupted: false,
+                    },
+                    Placement::append(),
+                ),
+                time,
+            )?;
+        }
+        session.append(
+            Candidate::log_only(payload::StepEnd { turn, step: 1 }),
+            time,
+        )?;
         session.append(
             Candidate::log_only(payload::TurnEnd {
                 turn,

@@ -99,10 +99,7 @@ impl View<'_> {
         let shadowed: Vec<Value> = shadowed_by(stats)
             .map(|(seq, by)| json!({"seq": seq.get(), "by": by.get()}))
             .collect();
-        let replacements = output::fold_json(&stats.fold)
-            .get("replacements")
-            .cloned()
-            .unwrap_or_else(|| Value::Array(Vec::new()));
+        let replacements = output::replacements_json(&stats.fold);
         json!({
             "file": self.label,
             "fileSize": self.on_disk.map(|facts| facts.n_bytes),

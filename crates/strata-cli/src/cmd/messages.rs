@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use serde_json::{json, Value};
-use strata_agent::export::{anthropic_request, openai_request, ExportError};
+use strata_agent::export::{anthropic_request, openai_request, ExportError, ExportedRequest};
 use strata_core::{json, request_at, Message, PairingError, RequestAtError, Seq};
 
 use super::{load_for_view, Status};
@@ -92,36 +92,42 @@ fn implied_at(loaded: &Loaded, at: u64) -> anyhow::Result<Implied> {
     }
 }
 
-/// strata's own shape: the message values as a JSON array, or a readable list.
+/// strata's own shape: the message values as a JSON array, or a readable list; written as it
+/// is produced, each message read once and dropped.
 fn print_dsh(messages: &[Message], format: Format) -> anyhow::Result<Status> {
+    let mut out = output::Stdout::new();
     if format.json {
-        output::line(&String::from_utf8(json::to_js_vec(messages)?)?)?;
-        return Ok(Status::Ok);
+        out.json_line(|writer| json::to_js_writer(writer, messages))?;
+    } else {
+        for message in messages {
+            let (heading, text) = output::message_lines(message);
+            out.line(&heading)?;
+            out.line(&text)?;
+        }
     }
-    for message in messages {
-        let id = json::text_from_held(message.id());
-        output::line(&output::visible(&format!("── {} ({id})", message.role())))?;
-        output::line(&output::visible_lines(&output::message_text(message)))?;
-    }
+    out.finish()?;
     Ok(Status::Ok)
 }
 
-/// An exported request: one JSON line with `--json`, indented JSON otherwise; a refusal is
-/// reported (exit 1).
+/// An exported request: one JSON line with `--json`, indented JSON otherwise, serialized
+/// straight to stdout; a refusal is reported (exit 1).
 fn print_export(
     label: &str,
     shape: &str,
-    exported: Result<Value, ExportError>,
+    exported: Result<ExportedRequest<'_>, ExportError>,
     format: Format,
 ) -> anyhow::Result<Status> {
     let error = match exported {
         Ok(request) => {
-            let text = if format.json {
-                json::to_js_string(&request)
-            } else {
-                json::to_js_string_pretty(&request)?
-            };
-            output::line(&text)?;
+            let mut out = output::Stdout::new();
+            out.json_line(|writer| {
+                if format.json {
+                    json::to_js_writer(writer, &request)
+                } else {
+                    json::to_js_writer_pretty(writer, &request)
+                }
+            })?;
+            out.finish()?;
             return Ok(Status::Ok);
         }
         Err(error) => error,

@@ -1,5 +1,7 @@
 //! `strata surface`: the model-visible events in order, and every replacement.
 
+use std::io::Write as _;
+
 use anyhow::Context;
 use strata_core::fold_accepted;
 
@@ -15,11 +17,15 @@ pub(crate) fn run(file: &std::path::Path, format: Format) -> anyhow::Result<Stat
     // placements for the replacement history.
     let fold =
         fold_accepted(loaded.stored_events()).context("the restored log failed an offline fold")?;
+    // Written as it is produced: a line per node, each message read once and dropped.
+    let mut out = output::Stdout::new();
     if format.json {
-        output::line(&output::fold_json(&fold).to_string())?;
+        output::write_fold_json(out.writer(), &fold)?;
+        out.writer().write_all(b"\n")?;
+        out.finish()?;
         return Ok(Status::Ok);
     }
-    output::line(&output::visible(&format!(
+    out.line(&output::visible(&format!(
         "{} surface nodes, {} replacements ({} events)",
         fold.nodes.len(),
         fold.replacements.len(),
@@ -34,7 +40,7 @@ pub(crate) fn run(file: &std::path::Path, format: Format) -> anyhow::Result<Stat
             Some(message) => output::message_preview(&message, 72),
             None => "(no message: empty content)".to_owned(),
         };
-        output::line(&output::visible(&format!(
+        out.line(&output::visible(&format!(
             "{:>8}  {:<18} {}",
             seq.get(),
             event.event_type().as_str(),
@@ -47,7 +53,7 @@ pub(crate) fn run(file: &std::path::Path, format: Format) -> anyhow::Result<Stat
             .iter()
             .map(|s| s.get().to_string())
             .collect();
-        output::line(&output::visible(&format!(
+        out.line(&output::visible(&format!(
             "replace @{}: {}..{} shadowed [{}]",
             replacement.seq.get(),
             replacement.start.get(),
@@ -55,5 +61,6 @@ pub(crate) fn run(file: &std::path::Path, format: Format) -> anyhow::Result<Stat
             shadowed.join(", ")
         )))?;
     }
+    out.finish()?;
     Ok(Status::Ok)
 }

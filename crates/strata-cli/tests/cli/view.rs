@@ -1,6 +1,6 @@
 //! `strata inspect`, `messages --format/--at`, `repair` and `fork` end to end (issue 7): exit
-//! codes, `--json` shapes, refusals, and golden outputs of `inspect` and `surface` on the logs
-//! the repo ships.
+//! codes, `--json` shapes, refusals, and golden outputs of `inspect`, `surface` and `messages`
+//! on the logs the repo ships.
 //!
 //! Golden files live in `tests/golden/`; `STRATA_BLESS=1 cargo test -p strata-cli --test cli
 //! view` rewrites them from the current output. Commands run from the repository root with
@@ -96,7 +96,7 @@ fn validate_ok(dir: &Path, log: &str) {
 }
 
 mod golden {
-    //! Exact outputs of `inspect` and `surface` on the shipped fixtures.
+    //! Exact outputs of `inspect`, `surface` and `messages` on the shipped fixtures.
 
     use super::*;
 
@@ -121,6 +121,80 @@ mod golden {
             "surface.v0-e500-s11.txt",
             "surface",
             "fixtures/v0/generated/gen-e500-s11.jsonl",
+        ),
+    ];
+
+    /// Golden `messages` outputs: the file and the arguments after `messages`. Stored byte for
+    /// byte, JSON included (an export's or the dsh array's exact spelling is the output), on
+    /// the sample (escapes, non-ASCII text, a compacted and a pruned history) and a v0 log.
+    const MESSAGES_CASES: &[(&str, &[&str])] = &[
+        ("messages.sample.txt", &["examples/sample.v3.jsonl"]),
+        (
+            "messages.sample.jsonl",
+            &["examples/sample.v3.jsonl", "--json"],
+        ),
+        (
+            "messages.sample.openai.json",
+            &["examples/sample.v3.jsonl", "--format", "openai"],
+        ),
+        (
+            "messages.sample.anthropic.jsonl",
+            &[
+                "examples/sample.v3.jsonl",
+                "--format",
+                "anthropic",
+                "--json",
+            ],
+        ),
+        (
+            "messages.sample.at-117.txt",
+            &["examples/sample.v3.jsonl", "--at", "117"],
+        ),
+        (
+            "messages.sample.at-117.jsonl",
+            &["examples/sample.v3.jsonl", "--at", "117", "--json"],
+        ),
+        (
+            "messages.sample.at-117.openai.jsonl",
+            &[
+                "examples/sample.v3.jsonl",
+                "--at",
+                "117",
+                "--format",
+                "openai",
+                "--json",
+            ],
+        ),
+        (
+            "messages.sample.at-117.anthropic.json",
+            &[
+                "examples/sample.v3.jsonl",
+                "--at",
+                "117",
+                "--format",
+                "anthropic",
+            ],
+        ),
+        (
+            "messages.v0-e500-s11.jsonl",
+            &["fixtures/v0/generated/gen-e500-s11.jsonl", "--json"],
+        ),
+        (
+            "messages.v0-e500-s11.openai.jsonl",
+            &[
+                "fixtures/v0/generated/gen-e500-s11.jsonl",
+                "--format",
+                "openai",
+                "--json",
+            ],
+        ),
+        (
+            "messages.v0-e500-s11.anthropic.json",
+            &[
+                "fixtures/v0/generated/gen-e500-s11.jsonl",
+                "--format",
+                "anthropic",
+            ],
         ),
     ];
 
@@ -174,6 +248,17 @@ mod golden {
                 stdout
             };
             check(name, &actual);
+        }
+    }
+
+    #[test]
+    fn messages_match_their_golden_outputs() {
+        let scratch = tempfile::tempdir().expect("temp dir");
+        for (name, args) in MESSAGES_CASES {
+            let mut command = quiet(scratch.path());
+            command.current_dir(repo_root()).arg("messages").args(*args);
+            let (stdout, _) = run(&mut command, 0);
+            check(name, &stdout);
         }
     }
 }

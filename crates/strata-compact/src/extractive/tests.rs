@@ -58,3 +58,34 @@ fn a_small_cap_drops_the_oldest_turns_first() {
         "the newest turn survives: {capped}"
     );
 }
+
+// Issue 22: planning a compaction of a loaded log and summarizing it reads every shadowed
+// message once and keeps none of their trees (a manual compaction of a long conversation
+// shadows nearly the whole log), and summarizes as the born-parsed session does.
+#[test]
+fn summarizing_a_loaded_log_keeps_no_payload_trees() {
+    use strata_core::synth::{generate_conversation, parsed_seqs, reloaded, ConversationConfig};
+    let generated = generate_conversation(&ConversationConfig {
+        nodes: 400,
+        tool_every: 3,
+        exchanges_per_turn: 20,
+        ..ConversationConfig::default()
+    })
+    .unwrap();
+    let loaded = reloaded(&generated).unwrap();
+    let before = parsed_seqs(&loaded);
+    let summary = |session: &strata_core::Session| {
+        let compactor = Compactor::new(CompactionConfig::default()).unwrap();
+        let plan = compactor.plan(session, Trigger::Manual).unwrap().unwrap();
+        assert!(plan.shadowed().len() > 300, "{}", plan.shadowed().len());
+        extract(&plan.summary_request(session))
+    };
+    let found = summary(&loaded);
+    assert_eq!(parsed_seqs(&loaded), before);
+    assert_eq!(found, summary(&generated));
+    assert!(
+        found.text[0].contains("[tools: read_file ok"),
+        "{}",
+        found.text[0]
+    );
+}

@@ -114,3 +114,43 @@ fn metering_a_loaded_log_keeps_no_payload_trees() {
     // Every event is read once; a tree kept in its event would stay for the session's life.
     assert_eq!(parsed_seqs(&session), before);
 }
+
+// Issue 22: a lazily resumed session's meter prices every surface node from its event without
+// keeping the node's tree (a resumed conversation of a million nodes is held as text).
+#[test]
+fn metering_a_lazy_session_keeps_no_payload_trees() {
+    let generated =
+        strata_core::synth::generate_conversation(&strata_core::synth::ConversationConfig {
+            nodes: 300,
+            tool_every: 3,
+            ..strata_core::synth::ConversationConfig::default()
+        })
+        .unwrap();
+    let full = strata_core::synth::reloaded(&generated).unwrap();
+    let lazy = Session::resume(
+        full.header().clone(),
+        full.checkpoint().unwrap(),
+        Vec::new(),
+        Arc::new(Rows(full.to_raw_events())),
+        strata_core::SeedOptions::default(),
+    )
+    .unwrap();
+    assert!(lazy.is_lazy());
+    let parsed = || -> Vec<u64> {
+        lazy.surface()
+            .nodes()
+            .iter()
+            .filter(|seq| {
+                lazy.event(**seq)
+                    .is_some_and(|event| event.is_data_parsed())
+            })
+            .map(|seq| seq.get())
+            .collect()
+    };
+    // Whatever the resume itself parsed may stay; metering adds nothing.
+    let before = parsed();
+    let measured = TokenMeter::new().measure(&lazy);
+    assert_eq!(measured, TokenMeter::new().measure(&full));
+    assert_eq!(measured.n_nodes, lazy.surface().len());
+    assert_eq!(parsed(), before);
+}

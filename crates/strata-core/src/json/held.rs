@@ -138,19 +138,35 @@ pub(crate) fn has_reserved(text: &str) -> bool {
 /// Serializes `value` as compact JSON the way `JSON.stringify` writes it.
 pub fn to_js_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, serde_json::Error> {
     let mut out = Vec::with_capacity(128);
-    let mut serializer =
-        serde_json::Serializer::with_formatter(&mut out, HeldFormatter(CompactFormatter));
-    value.serialize(&mut serializer)?;
+    to_js_writer(&mut out, value)?;
     Ok(out)
 }
 
 /// Serializes `value` indented by two spaces, as `JSON.stringify(value, null, 2)` writes it.
 pub fn to_js_string_pretty<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
     let mut out = Vec::with_capacity(128);
-    let mut serializer =
-        serde_json::Serializer::with_formatter(&mut out, HeldFormatter(PrettyFormatter::new()));
-    value.serialize(&mut serializer)?;
+    to_js_writer_pretty(&mut out, value)?;
     Ok(utf8(out))
+}
+
+/// [`to_js_vec`] into the caller's writer, for output written as it is produced.
+pub fn to_js_writer<W: std::io::Write, T: Serialize + ?Sized>(
+    writer: W,
+    value: &T,
+) -> Result<(), serde_json::Error> {
+    let mut serializer =
+        serde_json::Serializer::with_formatter(writer, HeldFormatter(CompactFormatter));
+    value.serialize(&mut serializer)
+}
+
+/// [`to_js_string_pretty`] into the caller's writer.
+pub fn to_js_writer_pretty<W: std::io::Write, T: Serialize + ?Sized>(
+    writer: W,
+    value: &T,
+) -> Result<(), serde_json::Error> {
+    let mut serializer =
+        serde_json::Serializer::with_formatter(writer, HeldFormatter(PrettyFormatter::new()));
+    value.serialize(&mut serializer)
 }
 
 /// Bytes a serializer wrote, which are UTF-8: strings are written as their own UTF-8 and

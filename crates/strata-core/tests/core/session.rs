@@ -706,3 +706,75 @@ fn a_restore_leaves_every_stored_payload_unparsed() {
     assert!(parsed.is_empty(), "parsed payloads at seqs {parsed:?}");
     assert_eq!(restored.request_header(), session.request_header());
 }
+
+/// Deriving a restored log's messages, checking their tool pairing, comparing and
+/// serializing them reads every message but keeps no parsed tree in any event: a command
+/// that prints or exports the messages of a log with a million live nodes held a tree per
+/// node (over ten times the log's size). The messages are still the generated ones.
+#[test]
+fn deriving_and_reading_messages_leaves_every_stored_payload_unparsed() {
+    use strata_core::synth::{
+        generate, generate_conversation, parsed_seqs, reloaded, ConversationConfig, SynthConfig,
+    };
+    let generated = [
+        generate(&SynthConfig {
+            events: 3_000,
+            prune_rate: 0.3,
+            ..SynthConfig::default()
+        })
+        .unwrap(),
+        generate_conversation(&ConversationConfig {
+            nodes: 2_000,
+            tool_every: 3,
+            ..ConversationConfig::default()
+        })
+        .unwrap(),
+    ];
+    for session in &generated {
+        let restored = reloaded(session).unwrap();
+        // (The end-seed marker a restore appends is built from its value.)
+        let before = parsed_seqs(&restored);
+        let messages = restored.derive_messages();
+        assert_eq!(parsed_seqs(&restored), before, "after deriving");
+        let expected = session.derive_messages();
+        assert_eq!(messages.len(), expected.len());
+        assert!(messages
+            .iter()
+            .any(|message| *message.event().event_type() == EventType::ToolResult));
+        strata_core::check_tool_pairing(messages.iter()).unwrap();
+        let text = serde_json::to_string(&messages).unwrap();
+        assert_eq!(text, serde_json::to_string(&expected).unwrap());
+        assert!(messages.iter().zip(expected.iter()).all(|(a, b)| a == b));
+        for (message, value) in messages.iter().zip(expected.iter()) {
+            assert_eq!(*message.value_uncached(), *value.value());
+        }
+        assert_eq!(parsed_seqs(&restored), before, "after reading");
+    }
+}
+
+/// `Event::u64_field` of a stored payload reads the number through a view: the same numbers as
+/// the parsed trees give, and no tree kept (a summarizer reads every message's `turn`).
+#[test]
+fn u64_field_reads_a_stored_payload_without_keeping_its_tree() {
+    let generated = strata_core::synth::generate(&strata_core::synth::SynthConfig {
+        events: 1_000,
+        ..strata_core::synth::SynthConfig::default()
+    })
+    .unwrap();
+    let restored = strata_core::synth::reloaded(&generated).unwrap();
+    let before = strata_core::synth::parsed_seqs(&restored);
+    for (stored, born) in restored.events().iter().zip(generated.events()) {
+        for key in ["turn", "step", "seq", "message"] {
+            assert_eq!(
+                stored.u64_field(key),
+                born.u64_field(key),
+                "{key} of {stored:?}"
+            );
+        }
+    }
+    assert!(restored
+        .events()
+        .iter()
+        .any(|event| event.u64_field("step") == Some(2)));
+    assert_eq!(strata_core::synth::parsed_seqs(&restored), before);
+}
