@@ -540,6 +540,30 @@ fn assert_outside(outcome: Result<ToolOutput, ToolError>, what: &str) {
     }
 }
 
+/// Every tool of `tools` given `path` (grep searching for the secret, write_file overwriting)
+/// is refused as outside the workspace.
+async fn assert_refused_by(workspace: &Workspace, path: &str, tools: &[&str]) {
+    for &tool in tools {
+        let outcome = match tool {
+            "read_file" => run(&ReadFile::default(), workspace, json!({"path": path})).await,
+            "list_dir" => run(&ListDir::default(), workspace, json!({"path": path})).await,
+            "grep" => {
+                let arguments = json!({"pattern": "SECRET", "path": path});
+                run(&Grep::default(), workspace, arguments).await
+            }
+            "write_file" => {
+                let arguments = json!({"path": path, "content": "overwritten"});
+                run(&WriteFile, workspace, arguments).await
+            }
+            other => panic!("no tool {other}"),
+        };
+        assert_outside(outcome, &format!("{tool} {path}"));
+    }
+}
+
+/// The four file tools.
+const FILE_TOOLS: [&str; 4] = ["read_file", "list_dir", "grep", "write_file"];
+
 #[tokio::test]
 async fn write_file_never_creates_a_file_through_a_dangling_symlink_out_of_the_workspace() {
     let fixture = escape_fixture();
@@ -598,34 +622,8 @@ async fn every_tool_refuses_a_symlinked_directory_component_that_leads_outside()
     std::os::unix::fs::symlink("../../outside", ws.join("sub/deeper")).unwrap();
     for link in ["relative", "absolute", "sub/deeper"] {
         let file = format!("{link}/secret.txt");
-        let workspace = &fixture.workspace;
-        let read = run(&ReadFile::default(), workspace, json!({"path": file})).await;
-        assert_outside(read, &format!("read_file {file}"));
-        let list = run(&ListDir::default(), workspace, json!({"path": link})).await;
-        assert_outside(list, &format!("list_dir {link}"));
-        let list_file = run(&ListDir::default(), workspace, json!({"path": file})).await;
-        assert_outside(list_file, &format!("list_dir {file}"));
-        let grep = run(
-            &Grep::default(),
-            workspace,
-            json!({"pattern": "SECRET", "path": link}),
-        )
-        .await;
-        assert_outside(grep, &format!("grep {link}"));
-        let grep_file = run(
-            &Grep::default(),
-            workspace,
-            json!({"pattern": "SECRET", "path": file}),
-        )
-        .await;
-        assert_outside(grep_file, &format!("grep {file}"));
-        let write = run(
-            &WriteFile,
-            workspace,
-            json!({"path": format!("{link}/secret.txt"), "content": "overwritten"}),
-        )
-        .await;
-        assert_outside(write, &format!("write_file {file}"));
+        assert_refused_by(&fixture.workspace, &file, &FILE_TOOLS).await;
+        assert_refused_by(&fixture.workspace, link, &["list_dir", "grep"]).await;
     }
     // The walk from the root does not follow the links either.
     let everywhere = run(
@@ -651,17 +649,7 @@ async fn read_tools_refuse_a_live_symlink_to_a_file_outside() {
     std::os::unix::fs::symlink(fixture.outside.join("secret.txt"), ws.join("absolute")).unwrap();
     let workspace = &fixture.workspace;
     for link in ["relative", "absolute"] {
-        let read = run(&ReadFile::default(), workspace, json!({"path": link})).await;
-        assert_outside(read, &format!("read_file {link}"));
-        let grep = run(
-            &Grep::default(),
-            workspace,
-            json!({"pattern": "SECRET", "path": link}),
-        )
-        .await;
-        assert_outside(grep, &format!("grep {link}"));
-        let list = run(&ListDir::default(), workspace, json!({"path": link})).await;
-        assert_outside(list, &format!("list_dir {link}"));
+        assert_refused_by(workspace, link, &["read_file", "grep", "list_dir"]).await;
     }
     // Listing the directory shows the links as names; nothing they point to is touched.
     let listing = run(&ListDir::default(), workspace, json!({}))
@@ -720,26 +708,10 @@ async fn every_tool_refuses_dotdot_and_absolute_paths_outside() {
         "a/../../outside/secret.txt",
         absolute.as_str(),
     ] {
-        let read = run(&ReadFile::default(), workspace, json!({"path": path})).await;
-        assert_outside(read, &format!("read_file {path}"));
-        let grep = run(
-            &Grep::default(),
-            workspace,
-            json!({"pattern": "SECRET", "path": path}),
-        )
-        .await;
-        assert_outside(grep, &format!("grep {path}"));
-        let write = run(
-            &WriteFile,
-            workspace,
-            json!({"path": path, "content": "overwritten"}),
-        )
-        .await;
-        assert_outside(write, &format!("write_file {path}"));
+        assert_refused_by(workspace, path, &["read_file", "grep", "write_file"]).await;
     }
     for path in ["..", "../outside", absolute_dir.as_str(), "/"] {
-        let list = run(&ListDir::default(), workspace, json!({"path": path})).await;
-        assert_outside(list, &format!("list_dir {path}"));
+        assert_refused_by(workspace, path, &["list_dir"]).await;
     }
     // An absolute path under the root is the same as the relative one.
     std::fs::write(fixture.ws.join("in.txt"), "inside\n").unwrap();

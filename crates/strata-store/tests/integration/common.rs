@@ -108,3 +108,39 @@ pub fn partial_turn(writer: &SessionWriter, n: usize) -> Vec<Candidate> {
         .take(n)
         .collect()
 }
+
+/// A long session (about 3.5 KB of JSONL per turn).
+pub fn long_session(n_turns: u64) -> strata_core::Session {
+    let store = Store::memory();
+    let writer = store.create(header("long", 1)).expect("create");
+    for turn in 1..=n_turns {
+        let first = writer.durable_len();
+        writer
+            .append(strata_store::synth::turn_candidates(turn, first, 1500), 1)
+            .expect("append");
+    }
+    writer.with_session(|session| {
+        strata_core::Session::restore_events(
+            session.header().clone(),
+            session.events().iter().cloned(),
+            strata_core::SeedOptions::default(),
+        )
+        .expect("restore")
+    })
+}
+
+/// The one session log under a JSONL root.
+pub fn find_log(root: &std::path::Path) -> std::path::PathBuf {
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).expect("list") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.to_string_lossy().contains("session.v3.jsonl") {
+                return path;
+            }
+        }
+    }
+    panic!("no log under {}", root.display());
+}

@@ -11,27 +11,7 @@ use std::path::Path;
 use strata_store::legacy::LegacyReader;
 use strata_store::{scan_log, write_log, Compression, JsonlBackend, JsonlConfig, Store};
 
-use crate::common::header;
-
-/// A synthetic session of `n_turns` turns (about 3.5 KB of JSONL per turn).
-fn long_session(n_turns: u64) -> strata_core::Session {
-    let store = Store::memory();
-    let writer = store.create(header("shrink", 1)).expect("create");
-    for turn in 1..=n_turns {
-        let first = writer.durable_len();
-        writer
-            .append(strata_store::synth::turn_candidates(turn, first, 1500), 1)
-            .expect("append");
-    }
-    writer.with_session(|session| {
-        strata_core::Session::restore_events(
-            session.header().clone(),
-            session.events().iter().cloned(),
-            strata_core::SeedOptions::default(),
-        )
-        .expect("restore")
-    })
-}
+use crate::common::{find_log, long_session};
 
 /// Cuts `path` to `len` bytes, as `truncate(1)` would.
 fn cut(path: &Path, len: u64) {
@@ -103,8 +83,8 @@ fn a_store_log_cut_under_a_load_ends_with_a_shrink_error() {
     }
     drop(appender);
     let store = Store::new(backend);
-    let path = walk(&root).expect("the log file");
-    let stream = store.scan("shrink").expect("scan");
+    let path = find_log(&root);
+    let stream = store.scan("long").expect("scan");
     drain_after_cut(stream, &path);
 }
 
@@ -124,22 +104,4 @@ fn a_v0_log_cut_under_the_legacy_reader_ends_with_a_shrink_error() {
     std::fs::write(&path, long).expect("write");
     let reader = LegacyReader::open(&path).expect("open the v0 log");
     drain_after_cut(reader, &path);
-}
-
-/// The one regular file under `root` named `session.v3.jsonl`.
-fn walk(root: &Path) -> Option<std::path::PathBuf> {
-    for entry in std::fs::read_dir(root).ok()?.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            if let Some(found) = walk(&path) {
-                return Some(found);
-            }
-        } else if path
-            .file_name()
-            .is_some_and(|name| name == "session.v3.jsonl")
-        {
-            return Some(path);
-        }
-    }
-    None
 }
