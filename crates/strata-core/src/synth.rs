@@ -148,19 +148,23 @@ pub fn parsed_seqs(session: &Session) -> Vec<u64> {
         .collect()
 }
 
-/// Generates a session under `config`. Fails only if the generator itself is
-/// wrong (every append is validated).
-pub fn generate(config: &SynthConfig) -> Result<Session, AcceptError> {
+/// The generators' empty session `id` and the time it was created at.
+fn new_session(id: &str) -> Result<(Session, i64), AcceptError> {
     let created_at = 1_700_000_000_000_u64;
     let header = SessionHeader::new(crate::header::HeaderSpec {
-        id: config.id.clone(),
+        id: id.to_owned(),
         created_at,
         cwd: Some("/home/user/project".into()),
         ..Default::default()
     })?;
-    let mut session = Session::create(header)?;
+    Ok((Session::create(header)?, created_at as i64))
+}
+
+/// Generates a session under `config`. Fails only if the generator itself is
+/// wrong (every append is validated).
+pub fn generate(config: &SynthConfig) -> Result<Session, AcceptError> {
+    let (mut session, mut time) = new_session(&config.id)?;
     let mut rng = Rng(config.seed.max(1));
-    let mut time = created_at as i64;
     let mut turn = 0_u64;
     let mut tool_results: Vec<Seq> = Vec::new();
     let provider = "deepseek";
@@ -373,16 +377,8 @@ impl Default for ConversationConfig {
 /// small: here the surface is as large as the log, and so is whatever a reader keeps per
 /// node. Fails only if the generator itself is wrong (every append is validated).
 pub fn generate_conversation(config: &ConversationConfig) -> Result<Session, AcceptError> {
-    let created_at = 1_700_000_000_000_u64;
-    let header = SessionHeader::new(crate::header::HeaderSpec {
-        id: config.id.clone(),
-        created_at,
-        cwd: Some("/home/user/project".into()),
-        ..Default::default()
-    })?;
-    let mut session = Session::create(header)?;
+    let (mut session, mut time) = new_session(&config.id)?;
     let mut rng = Rng(config.seed.max(1));
-    let mut time = created_at as i64;
     let (provider, model) = ("deepseek", "deepseek-chat");
     let mut turn = 0_u64;
     let mut exchange = 0_u64;

@@ -65,6 +65,21 @@ struct Tail {
     lines: mpsc::Receiver<String>,
 }
 
+/// The lines `child` prints on its piped stdout, as they come, read on a thread of their own.
+fn stdout_lines(child: &mut std::process::Child) -> mpsc::Receiver<String> {
+    let stdout = child.stdout.take().expect("stdout");
+    let (sender, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    lines
+}
+
 impl Tail {
     fn spawn(args: &[&str]) -> Tail {
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
@@ -76,16 +91,7 @@ impl Tail {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn strata tail");
-        let stdout = child.stdout.take().expect("stdout");
-        let (sender, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if sender.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = stdout_lines(&mut child);
         Tail { child, lines }
     }
 
@@ -484,16 +490,7 @@ impl Host {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn strata run");
-        let stdout = child.stdout.take().expect("stdout");
-        let (sender, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if sender.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = stdout_lines(&mut child);
         Host { child, lines }
     }
 
