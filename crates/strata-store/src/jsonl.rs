@@ -737,14 +737,14 @@ impl JsonlRows {
         ensure_not_shrunk(file, self.file_len)
             .map_err(|source| StoreError::io("read", &self.path, source))?;
         self.torn = match &self.source {
-            Source::Raw(reader) => {
-                let committed = reader.committed_offset();
-                (committed < self.file_len).then_some(TornInfo {
-                    offset: committed,
-                    len: self.file_len - committed,
-                    n_recovered: 0,
-                })
-            }
+            // What the read itself found past its last complete record: the file may have
+            // grown while it was read (a writer appending), so its length at open says
+            // nothing about the end the read reached.
+            Source::Raw(reader) => reader.torn_tail().map(|tail| TornInfo {
+                offset: tail.offset,
+                len: tail.len,
+                n_recovered: 0,
+            }),
             Source::Zstd(reader) => match reader.get_ref().torn() {
                 Some(frame) => Some(TornInfo {
                     offset: frame.start,

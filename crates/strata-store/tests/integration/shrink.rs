@@ -105,3 +105,35 @@ fn a_v0_log_cut_under_the_legacy_reader_ends_with_a_shrink_error() {
     let reader = LegacyReader::open(&path).expect("open the v0 log");
     drain_after_cut(reader, &path);
 }
+
+#[test]
+fn a_log_that_grows_under_its_reader_reads_to_the_end_it_reached() {
+    // A writer appending while a log is read (strata's and dsh's writers do) is no error: the
+    // read ends at whatever complete records it reached, and a torn tail is the one it saw.
+    let dir = tempfile::tempdir().expect("dir");
+    let session = long_session(6_000);
+    let path = dir.path().join("grow.v3.jsonl");
+    write_log(&path, session.header(), session.events()).expect("write the log");
+    let mut stream = scan_log(&path).expect("open the log");
+    stream
+        .next()
+        .expect("a first row")
+        .unwrap_or_else(|error| panic!("first row: {error}"));
+    let text = std::fs::read_to_string(&path).expect("read");
+    let last = text.lines().last().expect("a last line").to_owned();
+    let mut file = OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .expect("open for append");
+    // A half-written record, as a writer caught mid-append leaves it.
+    std::io::Write::write_all(&mut file, &last.as_bytes()[..last.len() / 2]).expect("append");
+    drop(file);
+    let mut n_rows = 1;
+    for row in stream.by_ref() {
+        row.unwrap_or_else(|error| panic!("row {n_rows}: {error}"));
+        n_rows += 1;
+    }
+    assert_eq!(n_rows, session.len());
+    let torn = stream.torn().expect("the half record is a torn tail");
+    assert_eq!(torn.len, last.len() as u64 / 2);
+}
