@@ -12,7 +12,7 @@
 //! here" is necessary for a valid V3 log, not sufficient.
 //!
 //! Tests of the writer crates call [`assert_accepted`] on the files they wrote (or
-//! [`assert_session_accepted`] on a session they hold). Without `node` or the oracle folder the
+//! [`assert_session_accepted`] / [`assert_sessions_accepted`] on sessions they hold). Without `node` or the oracle folder the
 //! check is skipped with a notice written straight to stderr (past the test harness's capture),
 //! unless `STRATA_REQUIRE_FORMAT_ORACLE=1`, which makes a missing oracle a failure (CI).
 //!
@@ -175,13 +175,29 @@ pub fn assert_accepted<P: AsRef<Path>>(files: &[P]) {
 ///
 /// As [`assert_accepted`], and when the temporary file cannot be written.
 pub fn assert_session_accepted(label: &str, session: &Session) {
+    assert_sessions_accepted(&[(label, session)]);
+}
+
+/// [`assert_session_accepted`] for many sessions, checked by one `node` process.
+///
+/// # Panics
+///
+/// As [`assert_session_accepted`].
+pub fn assert_sessions_accepted(sessions: &[(&str, &Session)]) {
     if oracle_or_skip().is_none() {
         return;
     }
-    let path = write_log(label, session)
-        .unwrap_or_else(|error| panic!("writing {label} for the format oracle: {error}"));
-    assert_accepted(&[&path]);
-    let _ = std::fs::remove_file(&path);
+    let paths: Vec<PathBuf> = sessions
+        .iter()
+        .map(|(label, session)| {
+            write_log(label, session)
+                .unwrap_or_else(|error| panic!("writing {label} for the format oracle: {error}"))
+        })
+        .collect();
+    assert_accepted(&paths);
+    for path in paths {
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 /// Writes `session` as a raw JSONL log in a fresh temporary file; returns its path.

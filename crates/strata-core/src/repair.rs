@@ -5,6 +5,8 @@
 //! messages of the open step, then close them — a synthetic error result for
 //! each unanswered call (distinguishing "never started" from "started, outcome
 //! unknown" by whether a `tool/call` was recorded), `step/end`, `turn/end`.
+//! A never-started call always gets V3's one exact `TOOL_NOT_STARTED` repair
+//! ([`TOOL_NOT_STARTED_TEXT`]); the cause shows in the other closers.
 //! The closers reuse the last event's time, so repair is deterministic.
 
 use std::sync::Arc;
@@ -35,13 +37,6 @@ impl CloseCause {
         }
     }
 
-    fn not_started_text(self) -> &'static str {
-        match self {
-            CloseCause::Interrupted => "The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed.",
-            CloseCause::Forked => "The history inherited by this branch has no record of this tool call starting. The parent session may have executed it after the fork point. Decide whether to retry from the tool semantics: retry only if the operation is read-only or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry blindly.",
-        }
-    }
-
     fn started_text(self) -> &'static str {
         match self {
             CloseCause::Interrupted => "The tool call was interrupted after it was recorded, but no result was durably recorded. Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if the operation is read-only or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry blindly.",
@@ -49,6 +44,13 @@ impl CloseCause {
         }
     }
 }
+
+/// The one result V3 accepts for a call announced but never started (`tool/call` missing),
+/// whatever closes it: upstream's format layer refuses any other (`tool/result … is not the
+/// exact TOOL_NOT_STARTED repair`). Its message id is `interrupted-tool-result-<callId>-<seq>`.
+/// V4's fork writes `forked-tool-result-…` with a text of its own here; a V3 log cannot hold
+/// that, so a fork closes a never-started call with this repair too (docs/divergences.md).
+pub const TOOL_NOT_STARTED_TEXT: &str = "The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed.";
 
 /// The synthetic events that close an open turn, to append right after the log.
 #[derive(Clone, Debug, PartialEq)]
@@ -234,14 +236,18 @@ impl TurnScan {
         };
         let mut candidates = Vec::new();
         for (seq, call) in (first_seq.get()..).zip(self.pending) {
-            let (text, error_name, error_code) = match call.call_seq {
+            // A started call's outcome is unknown, and any result settles it; a call never
+            // started takes V3's exact repair, which names no cause of its own.
+            let (id_prefix, text, error_name, error_code) = match call.call_seq {
                 Some(_) => (
+                    cause.as_str(),
                     cause.started_text(),
                     "ToolOutcomeUnknownError",
                     "TOOL_OUTCOME_UNKNOWN",
                 ),
                 None => (
-                    cause.not_started_text(),
+                    CloseCause::Interrupted.as_str(),
+                    TOOL_NOT_STARTED_TEXT,
                     "ToolNotStartedError",
                     "TOOL_NOT_STARTED",
                 ),
@@ -264,7 +270,7 @@ impl TurnScan {
             let message = object(vec![
                 (
                     "id",
-                    format!("{}-tool-result-{shown}-{seq}", cause.as_str()).into(),
+                    format!("{id_prefix}-tool-result-{shown}-{seq}").into(),
                 ),
                 ("role", "user".into()),
                 ("source", object(source)),
