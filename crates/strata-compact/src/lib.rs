@@ -54,7 +54,9 @@ pub use host::{
     OverflowReport, WriterHost, WriterHostError,
 };
 pub use meter::{Anchor, Measurement, TokenMeter};
-pub use prune::{prune_blocks, text_chars, PrunePlan, PrunedResult, Pruner, MARKER, MARKER_CHARS};
+pub use prune::{
+    prune_blocks, text_chars, PruneError, PrunePlan, PrunedResult, Pruner, MARKER, MARKER_CHARS,
+};
 pub use repair::{plan_repair, repair_events, repair_stored};
 pub use resume::{restore_resumed, resume_stream, Resumed, INTERRUPTED};
 pub use select::{select_region, Region};

@@ -3,9 +3,17 @@
 //! pruning inside an open turn, and crash repair. Each log is checked by the released-format
 //! oracle (`strata_conformance::format_oracle`), skipped loudly without it.
 
-use strata_conformance::format_oracle::{assert_session_accepted, assert_sessions_accepted};
+use strata_compact::{
+    block_on, CompactionConfig, Compactor, ExtractiveSummarizer, IdGenerator, MemoryHost,
+    PruneError, Pruner, PrunerConfig, Trigger,
+};
+use strata_conformance::format_oracle::{
+    assert_session_accepted, assert_sessions_accepted, write_log, FormatOracle,
+};
 use strata_core::synth::{generate, generate_conversation, ConversationConfig, SynthConfig};
 use strata_core::{fork_session, ForkMode, Session, TOOL_NOT_STARTED_TEXT};
+
+use crate::common::{last_time, open_turn, Failing};
 
 /// The generator's compactions write `compaction/summary` before the checkpoint, and its
 /// prunes land inside an open turn.
@@ -89,4 +97,124 @@ fn forks_at_every_seq_are_accepted() {
         .map(|(label, session)| (label.as_str(), session))
         .collect();
     assert_sessions_accepted(&labelled);
+}
+
+/// A session whose tool results are over the pruner's threshold (10,000 code points each).
+fn oversized() -> Session {
+    generate(&SynthConfig {
+        events: 120,
+        seed: 5,
+        content_bytes: 5_000,
+        compact_every: 0,
+        prune_rate: 0.0,
+        id: "oversized".into(),
+    })
+    .expect("the generator produces valid logs")
+}
+
+/// Upstream refuses a `tool/result` rewrite after `turn/end`, so the pruner refuses to plan one
+/// for appending there; inside the next open turn (the agent's pre-step) the same pass lands and
+/// upstream accepts it.
+#[test]
+fn pruning_lands_only_inside_an_open_turn() {
+    let finished = oversized();
+    let pruner = Pruner::new(PrunerConfig::default()).unwrap();
+    let plan = pruner.plan(&finished);
+    assert!(!plan.is_empty());
+    assert_eq!(
+        pruner.plan_in_turn(&finished).unwrap_err(),
+        PruneError::NoOpenTurn {
+            n_results: plan.results.len()
+        }
+    );
+    // What `strata prune` used to append after the session's last turn/end.
+    if let Ok(oracle) = FormatOracle::find() {
+        let mut after_turn = oversized();
+        after_turn.append_batch(plan.candidates, 0).unwrap();
+        let path = write_log("prune-after-turn-end", &after_turn).unwrap();
+        let verdict = oracle.check(std::slice::from_ref(&path)).unwrap().remove(0);
+        assert_eq!(
+            verdict.error.as_deref(),
+            Some("SessionFormatError: tool/result replacement is outside an open turn"),
+            "{verdict}"
+        );
+        let _ = std::fs::remove_file(path);
+    }
+    let mut session = finished;
+    open_turn(&mut session);
+    let plan = pruner.plan_in_turn(&session).expect("a turn is open");
+    assert!(!plan.is_empty());
+    let time = last_time(&session);
+    session.append_batch(plan.candidates, time).unwrap();
+    assert_session_accepted("pruned-in-turn", &session);
+}
+
+/// The pre-step drivers inside an open turn: pruning, then compaction with the extractive
+/// summarizer; overflow recovery; a failed attempt (start and `end {error}`, no summary); and
+/// a manual compaction outside any turn (`turn: null`).
+#[test]
+fn compactions_and_prunes_through_the_drivers_are_accepted() {
+    let pruner = Pruner::new(PrunerConfig::default()).unwrap();
+    let mut logs: Vec<(&str, Session)> = Vec::new();
+
+    let mut session = oversized();
+    open_turn(&mut session);
+    let tokens = Compactor::new(window(1))
+        .unwrap()
+        .measure(&session)
+        .total_tokens;
+    // A window the session overflows by half, even after pruning.
+    let compactor = Compactor::new(window(tokens / 10)).unwrap();
+    let mut host = MemoryHost::new(session);
+    let report = block_on(compactor.compact_if_needed(
+        &mut host,
+        &ExtractiveSummarizer,
+        Some(&pruner),
+        &mut IdGenerator::seeded(3),
+    ))
+    .unwrap();
+    assert!(!report.pruned.is_empty(), "{report:?}");
+    assert!(report.attempts.iter().any(|attempt| attempt.is_compacted()));
+    logs.push(("pressure", host.into_session()));
+
+    let mut session = oversized();
+    open_turn(&mut session);
+    let mut host = MemoryHost::new(session);
+    let ids = IdGenerator::seeded(4).next_ids();
+    let report =
+        block_on(compactor.recover_overflow(&mut host, &ExtractiveSummarizer, Some(&pruner), &ids))
+            .unwrap();
+    assert!(report.retry);
+    logs.push(("overflow", host.into_session()));
+
+    let mut session = oversized();
+    open_turn(&mut session);
+    let mut host = MemoryHost::new(session);
+    let ids = IdGenerator::seeded(5).next_ids();
+    let failed = block_on(compactor.attempt(&mut host, Trigger::Overflow, &Failing, &ids))
+        .unwrap()
+        .unwrap();
+    assert!(!failed.is_compacted());
+    logs.push(("failed", host.into_session()));
+
+    let mut host = MemoryHost::new(oversized());
+    let ids = IdGenerator::seeded(6).next_ids();
+    let manual = block_on(compactor.compact_now(&mut host, &ExtractiveSummarizer, &ids))
+        .unwrap()
+        .unwrap();
+    assert!(manual.is_compacted());
+    logs.push(("manual", host.into_session()));
+
+    let labelled: Vec<(&str, &Session)> = logs
+        .iter()
+        .map(|(label, session)| (*label, session))
+        .collect();
+    assert_sessions_accepted(&labelled);
+}
+
+fn window(tokens: u64) -> CompactionConfig {
+    CompactionConfig {
+        context_window: Some(tokens.max(1)),
+        ..CompactionConfig::default()
+    }
 }
