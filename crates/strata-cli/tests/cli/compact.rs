@@ -246,11 +246,11 @@ mod lone_surrogates {
             .join("--home-user-project--/sample-session/session.v3.jsonl");
         std::fs::create_dir_all(file.parent().expect("dir")).expect("mkdir");
         std::fs::copy(sample(), &file).expect("copy");
-        // The last checkpoint's summary (seq 118) and the user's message after it (seq 121).
+        // The last checkpoint's summary (seq 120) and the user's message after it (seq 123).
         insert(&file, "<compacted-summary>", |line| {
-            line.contains(r#""seq":118,"#)
+            line.contains(r#""seq":120,"#)
         });
-        insert(&file, r#""text":""#, |line| line.contains(r#""seq":121,"#));
+        insert(&file, r#""text":""#, |line| line.contains(r#""seq":123,"#));
         let n_lines = std::fs::read_to_string(&file)
             .expect("read")
             .lines()
