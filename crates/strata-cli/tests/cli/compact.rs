@@ -94,6 +94,7 @@ fn an_offline_compaction_appends_one_bracketed_batch_that_validates() {
         .assert()
         .success()
         .stdout(predicate::str::contains("1 replacements"));
+    strata_conformance::format_oracle::assert_accepted(&[&file]);
 }
 
 #[test]

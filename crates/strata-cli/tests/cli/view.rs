@@ -625,6 +625,7 @@ mod repair {
         assert_eq!(value["events"].as_array().expect("events").len(), 3);
         let log_text = log.display().to_string();
         validate_ok(scratch.path(), &log_text);
+        strata_conformance::format_oracle::assert_accepted(&[&log]);
         let inspected = run_json(
             quiet(scratch.path()).args(["inspect", "--json", &log_text]),
             0,
@@ -753,6 +754,39 @@ mod fork {
         assert_eq!(child["events"], n_events);
         assert_eq!(child["openTurn"], Value::Null);
         validate_ok(scratch.path(), &out.display().to_string());
+    }
+
+    /// Seq 12 is an assistant message whose tool call was never started: the child closes it
+    /// with V3's exact `TOOL_NOT_STARTED` repair, the only result upstream accepts for it (the
+    /// fork wrote a `forked-tool-result-…` one, which upstream's released V3 layer refused).
+    #[test]
+    fn a_fork_cut_before_a_tool_call_started_is_accepted_by_upstream() {
+        let scratch = tempfile::tempdir().expect("temp dir");
+        let out = scratch.path().join("child.session.v3.jsonl");
+        run_json(
+            quiet(scratch.path())
+                .args(["fork", "--at", "12", "--json", "-o"])
+                .arg(&out)
+                .arg(sample()),
+            0,
+        );
+        let child = strata_store::read_log(&out).expect("read the fork");
+        let closer = child
+            .events
+            .iter()
+            .find(|event| event.type_tag() == Some("tool/result") && event.seq_number() == Some(14))
+            .expect("a closer after the marker");
+        let data = closer.data().expect("data").into_owned();
+        assert_eq!(
+            data["message"]["id"],
+            "interrupted-tool-result-call-2-1-0-14"
+        );
+        assert_eq!(data["error"]["code"], "TOOL_NOT_STARTED");
+        assert_eq!(
+            data["message"]["content"][0]["content"][0]["text"],
+            strata_core::TOOL_NOT_STARTED_TEXT
+        );
+        strata_conformance::format_oracle::assert_accepted(&[&out]);
     }
 
     #[test]
