@@ -14,7 +14,8 @@
 //!   [`Compactor::compact_now`] run it through a [`CompactionHost`] that owns I/O.
 //! - [`Summarizer`] — the async seam the agent's LLM summarizer implements;
 //!   [`ExtractiveSummarizer`] is the deterministic offline one.
-//! - [`Pruner`] — middle-elision of oversized tool results, one node per replacement.
+//! - [`Pruner`] — middle-elision of oversized tool results, one node per replacement, appended
+//!   only inside an open turn ([`Pruner::plan_in_turn`]).
 //! - [`restore_resumed`] — the core's crash repair (an open compaction bracket, then the turn)
 //!   for a log read from storage; [`repair_stored`] appends it durably to a stored session.
 //!
