@@ -1,17 +1,21 @@
 //! The logs this crate and the generators below it write are accepted by upstream's released
-//! V3 format layer (issue 23): the synthetic generators, compaction (success and failure),
-//! pruning inside an open turn, and crash repair. Each log is checked by the released-format
+//! V3 format layer (issue 23): the synthetic generators (strata-core's and the store's),
+//! compaction (success and failure), pruning inside an open turn, crash repair (more in
+//! `crash.rs`) and both forks. Each log is checked by the released-format
 //! oracle (`strata_conformance::format_oracle`), skipped loudly without it.
 
 use strata_compact::{
-    block_on, CompactionConfig, Compactor, ExtractiveSummarizer, IdGenerator, MemoryHost,
-    PruneError, Pruner, PrunerConfig, Trigger,
+    block_on, restore_resumed, CompactionConfig, Compactor, ExtractiveSummarizer, IdGenerator,
+    MemoryHost, PruneError, Pruner, PrunerConfig, Trigger,
 };
 use strata_conformance::format_oracle::{
     assert_session_accepted, assert_sessions_accepted, write_log, FormatOracle,
 };
 use strata_core::synth::{generate, generate_conversation, ConversationConfig, SynthConfig};
-use strata_core::{fork_session, ForkMode, Session, TOOL_NOT_STARTED_TEXT};
+use strata_core::{
+    fork_session, ForkMode, SeedOptions, Session, SessionHeader, TOOL_NOT_STARTED_TEXT,
+};
+use strata_store::synth::turn_candidates;
 
 use crate::common::{last_time, open_turn, Failing};
 
@@ -46,6 +50,34 @@ fn generated_logs_with_compactions_and_prunes_are_accepted() {
     let conversation = generate_conversation(&ConversationConfig::default())
         .expect("the generator produces valid logs");
     assert_session_accepted("conversation", &conversation);
+}
+
+/// The store's synthetic turns (the crash harness's writer), cut anywhere and reopened as a
+/// crashed writer would be: every repaired log is accepted.
+#[test]
+fn the_store_synth_turns_cut_anywhere_and_repaired_are_accepted() {
+    let header = SessionHeader::fresh("store-synth", 1).unwrap();
+    let mut session = Session::create(header.clone()).unwrap();
+    for turn in 1..=3 {
+        let first_seq = session.len() as u64;
+        session
+            .append_batch(turn_candidates(turn, first_seq, 40), 1)
+            .unwrap();
+    }
+    let rows = session.to_raw_events();
+    let repaired: Vec<(String, Session)> = (1..=rows.len())
+        .map(|cut| {
+            let resumed =
+                restore_resumed(header.clone(), rows[..cut].to_vec(), SeedOptions::default())
+                    .unwrap();
+            (format!("cut-{cut}"), resumed.session)
+        })
+        .collect();
+    let labelled: Vec<(&str, &Session)> = repaired
+        .iter()
+        .map(|(label, session)| (label.as_str(), session))
+        .collect();
+    assert_sessions_accepted(&labelled);
 }
 
 /// Both forks at every seq of a generated log (parallel tool calls, compaction brackets,
