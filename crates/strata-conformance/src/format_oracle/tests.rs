@@ -65,6 +65,7 @@ fn verdicts_name_the_refused_event() {
             },
         ]
     );
-    let _ = std::fs::remove_file(good);
-    let _ = std::fs::remove_file(bad);
+    if let Some(dir) = good.parent() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }
