@@ -168,8 +168,16 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
-    /// Middle-elide tool results over 8,192 code points, each rewrite logged with an audit
-    /// event; the originals stay in the log.
+    /// Show which tool results over 8,192 code points an agent's pre-step would middle-elide;
+    /// a finished session is never rewritten.
+    ///
+    /// dsh accepts a tool-result rewrite only inside an open turn (it refuses "tool/result
+    /// replacement is outside an open turn") and prunes only in an agent's pre-step, between
+    /// two steps of a turn, writing no turn of its own for a manual action. A session this
+    /// command reads has no open turn, so without --dry-run it refuses, writing nothing, when
+    /// anything is over the limit (exit 2), and exits 0 when nothing is. To shrink a finished
+    /// session use `strata compact --offline`; `strata run --resume` and `strata chat` prune at
+    /// their pre-step when the context nears its window.
     ///
     /// Example: strata prune session.v3.jsonl --dry-run
     Prune {

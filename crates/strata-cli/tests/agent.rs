@@ -590,3 +590,72 @@ fn ctrl_c_at_the_chat_prompt_ends_the_chat_while_stdin_stays_open() {
     assert_eq!(status.code(), Some(0));
     assert_cancelled_turn(&db, "stuck");
 }
+
+/// A crash inside a compaction leaves its `compaction/start` open; `run --resume` closes it
+/// (`compaction/end {error: "interrupted"}`) before the crashed turn's `turn/end`, so the log
+/// stays one upstream's released V3 layer accepts (a closer after the end-seed marker matches
+/// no start, and a `turn/end` may not cross an open compaction).
+#[test]
+fn run_resume_after_a_crash_inside_a_compaction_writes_a_log_upstream_accepts() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(
+        dir.path(),
+        "s.json",
+        r#"{"responses": [
+            {"events": [{"type": "text_delta", "text": "hi"}, {"type": "finish", "reason": "stop"}]},
+            {"events": [{"type": "text_delta", "text": "again"}, {"type": "finish", "reason": "stop"}]}
+        ]}"#,
+    );
+    let root = dir.path().join("logs");
+    let store_flag = format!("jsonl:{}", root.display());
+    let run = |prompt: &str, extra: &[&str]| {
+        strata()
+            .args(["run", prompt, "--session", "s", "--store", &store_flag])
+            .arg("--model-script")
+            .arg(&script)
+            .arg("--workdir")
+            .arg(dir.path())
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    assert!(run("hello", &[]).status.success());
+    let store = Store::jsonl(&root, strata_store::Compression::None);
+    let log = store.read("s").unwrap();
+    let next = log.events.len();
+    let time = log
+        .events
+        .last()
+        .and_then(|raw| raw.time_number())
+        .unwrap_or(0);
+    // The process died inside turn 2's automatic compaction, after its compaction/start.
+    let crashed = [
+        format!(r#"{{"type":"turn/start","seq":{next},"time":{time},"data":{{"turn":2}}}}"#),
+        format!(
+            r#"{{"type":"compaction/start","seq":{},"time":{time},"data":{{"compactionId":"crashed","turn":2}}}}"#,
+            next + 1
+        ),
+    ];
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&log.location)
+        .unwrap();
+    for line in crashed {
+        writeln!(file, "{line}").unwrap();
+    }
+    drop(file);
+    let resumed = run("go on", &["--resume"]);
+    assert!(
+        resumed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    let after = store.read("s").unwrap();
+    let added: Vec<&str> = after.events[next + 2..]
+        .iter()
+        .filter_map(|raw| raw.type_tag())
+        .take(3)
+        .collect();
+    assert_eq!(added, ["compaction/end", "turn/end", "session/end-seed"]);
+    strata_conformance::format_oracle::assert_accepted(&[&after.location]);
+}

@@ -44,13 +44,13 @@ mod validate {
             .assert()
             .success()
             .stdout(predicate::str::contains(
-                "ok (130 events, 6 surface nodes, 3 replacements)",
+                "ok (132 events, 6 surface nodes, 3 replacements)",
             ));
     }
 
     #[test]
     fn rejected_log_exits_one_naming_seq_rule_and_message() {
-        let bad = mutated(50, |l| {
+        let bad = mutated(51, |l| {
             l.replace("\"surfaceOp\":\"append\"", "\"surfaceOp\":\"apend\"")
         });
         strata()
@@ -59,13 +59,13 @@ mod validate {
             .assert()
             .code(1)
             .stdout(predicate::str::contains(
-                ": seq 48: invalid-surfaceop: invalid seed event at index 48: session event \"assistant/message\" carries an invalid surfaceOp",
+                ": seq 49: invalid-surfaceop: invalid seed event at index 49: session event \"assistant/message\" carries an invalid surfaceOp",
             ));
     }
 
     #[test]
     fn json_rejection_has_rule_seq_index_message() {
-        let bad = mutated(50, |l| {
+        let bad = mutated(51, |l| {
             l.replace("\"surfaceOp\":\"append\"", "\"surfaceOp\":\"apend\"")
         });
         let output = strata()
@@ -77,9 +77,9 @@ mod validate {
         let value: Value = serde_json::from_slice(&output.stdout).expect("json");
         assert_eq!(value["ok"], false);
         assert_eq!(value["error"]["rule"], "invalid-surfaceop");
-        assert_eq!(value["error"]["seq"], 48);
-        assert_eq!(value["error"]["index"], 48);
-        assert_eq!(value["error"]["line"], 50);
+        assert_eq!(value["error"]["seq"], 49);
+        assert_eq!(value["error"]["index"], 49);
+        assert_eq!(value["error"]["line"], 51);
     }
 
     #[test]
@@ -166,13 +166,13 @@ mod surface {
             .iter()
             .map(|n| n.as_u64().expect("seq"))
             .collect();
-        assert_eq!(nodes, [2, 118, 121, 122, 124, 127]);
+        assert_eq!(nodes, [2, 120, 123, 124, 126, 129]);
         let replacements = value["replacements"].as_array().expect("replacements");
         assert_eq!(replacements.len(), 3);
-        assert_eq!(replacements[1]["seq"], 88);
-        assert_eq!(replacements[1]["startSeq"], 72);
-        assert_eq!(replacements[1]["endSeq"], 72);
-        assert_eq!(replacements[1]["shadowed"], serde_json::json!([72]));
+        assert_eq!(replacements[1]["seq"], 89);
+        assert_eq!(replacements[1]["startSeq"], 73);
+        assert_eq!(replacements[1]["endSeq"], 73);
+        assert_eq!(replacements[1]["shadowed"], serde_json::json!([73]));
     }
 
     #[test]
@@ -184,7 +184,7 @@ mod surface {
             .success()
             .stdout(predicate::str::contains("6 surface nodes, 3 replacements"))
             .stdout(predicate::str::contains(
-                "replace @88: 72..72 shadowed [72]",
+                "replace @89: 73..73 shadowed [73]",
             ));
     }
 }
@@ -258,6 +258,10 @@ mod postgres;
 // `strata demo` and `strata completions` (issue 7).
 #[path = "cli/demo.rs"]
 mod demo;
+
+// The shipped sample: the synth generator's output, accepted by upstream (issue 23).
+#[path = "cli/sample.rs"]
+mod sample;
 
 // Failures under `--json` are JSON on stdout too (issue 22).
 #[path = "cli/json_errors.rs"]

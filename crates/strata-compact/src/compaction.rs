@@ -235,6 +235,9 @@ pub enum CompactError {
         /// Nodes the surface has.
         surface_nodes: usize,
     },
+    /// The pruning pass that runs first may not be appended (no open turn).
+    #[error("pruning: {0}")]
+    Prune(#[from] crate::prune::PruneError),
     /// The core refused a batch this crate built (a bug: please report it).
     #[error("core rejected the compaction batch: {0}")]
     Rejected(#[from] AcceptError),

@@ -391,7 +391,9 @@ async fn prune_through<H: CompactionHost>(
     host: &mut H,
     pruner: &Pruner,
 ) -> Result<Vec<PrunedResult>, CompactError> {
-    let (plan, first_seq) = host.with_session(|session| (pruner.plan(session), session.next_seq()));
+    let (plan, first_seq) =
+        host.with_session(|session| (pruner.plan_in_turn(session), session.next_seq()));
+    let plan = plan?;
     if plan.is_empty() {
         return Ok(Vec::new());
     }

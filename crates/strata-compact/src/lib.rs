@@ -14,9 +14,10 @@
 //!   [`Compactor::compact_now`] run it through a [`CompactionHost`] that owns I/O.
 //! - [`Summarizer`] — the async seam the agent's LLM summarizer implements;
 //!   [`ExtractiveSummarizer`] is the deterministic offline one.
-//! - [`Pruner`] — middle-elision of oversized tool results, one node per replacement.
-//! - [`restore_resumed`] — crash repair that also closes an open compaction bracket;
-//!   [`repair_stored`] appends that repair durably to a stored session.
+//! - [`Pruner`] — middle-elision of oversized tool results, one node per replacement, appended
+//!   only inside an open turn ([`Pruner::plan_in_turn`]).
+//! - [`restore_resumed`] — the core's crash repair (an open compaction bracket, then the turn)
+//!   for a log read from storage; [`repair_stored`] appends it durably to a stored session.
 //!
 //! ```
 //! use strata_compact::{block_on, CompactionConfig, Compactor, ExtractiveSummarizer, IdGenerator, Trigger};
@@ -38,10 +39,6 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-pub use bracket::{
-    close_open_bracket, compaction_closer, compaction_closer_row, restore_resumed, resume_stream,
-    Resumed, INTERRUPTED,
-};
 pub use compaction::{
     CompactError, CompactionBatch, CompactionIds, CompactionOutcome, CompactionPlan, Compactor,
     IdGenerator, Pressure, Trigger, CHECKPOINT_PLUGIN,
@@ -58,15 +55,17 @@ pub use host::{
     OverflowReport, WriterHost, WriterHostError,
 };
 pub use meter::{Anchor, Measurement, TokenMeter};
-pub use prune::{prune_blocks, text_chars, PrunePlan, PrunedResult, Pruner, MARKER, MARKER_CHARS};
+pub use prune::{
+    prune_blocks, text_chars, PruneError, PrunePlan, PrunedResult, Pruner, MARKER, MARKER_CHARS,
+};
 pub use repair::{plan_repair, repair_events, repair_stored};
+pub use resume::{restore_resumed, resume_stream, Resumed, INTERRUPTED};
 pub use select::{select_region, Region};
 pub use summarizer::{
     instruction_text, SummarizeError, Summarizer, Summary, SummaryRequest, CHECKPOINT_PREAMBLE,
     INSTRUCTION_PLUGIN, SUMMARY_SECTIONS,
 };
 
-mod bracket;
 mod compaction;
 mod config;
 mod deadline;
@@ -76,5 +75,6 @@ mod host;
 mod meter;
 mod prune;
 mod repair;
+mod resume;
 mod select;
 mod summarizer;

@@ -14,6 +14,12 @@
 //! meta — with `surfaceOp {op:"replace"}` over exactly that one node and
 //! `sourceEventSeqs: [seq]`. That is the only rewrite core rule 9 allows a tool result.
 //!
+//! A rewrite is valid only inside an open turn: dsh's format layer refuses a `tool/result`
+//! replacement outside one (`tool/result replacement is outside an open turn`), and upstream
+//! prunes only in the agent's pre-step, between two steps of an open turn, writing no turn of
+//! its own for it. [`Pruner::plan_in_turn`] is the plan to append; [`Pruner::plan`] the same
+//! rewrites for a dry run, whatever the turn.
+//!
 //! The scan is O(new events): a [`Pruner`] remembers how far it has read and which
 //! appended oversized results are still on the surface. A result enters the surface only
 //! as a new event (a pruned rewrite is within the limits by construction), and leaves it
@@ -57,6 +63,23 @@ struct Cursor {
     /// Appended oversized results not cited by any later replacement, in log order
     /// (which is their surface order). Invariant: each is on the surface.
     oversized: Vec<Seq>,
+}
+
+/// Why a pruning pass may not be appended now. Nothing has been written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PruneError {
+    /// Results are over the threshold but no turn is open: dsh accepts a `tool/result`
+    /// rewrite only inside an open turn, and writes no turn of its own for a manual action.
+    #[error(
+        "{n_results} tool results are over the threshold, but no turn is open and dsh accepts \
+         a tool/result rewrite only inside one (it refuses \"tool/result replacement is outside \
+         an open turn\")"
+    )]
+    NoOpenTurn {
+        /// How many results the pass would rewrite.
+        n_results: usize,
+    },
 }
 
 /// One result the pruner would rewrite.
@@ -204,6 +227,19 @@ impl Pruner {
         plan
     }
 
+    /// [`Pruner::plan`] for appending now: refused, writing nothing, when there is something
+    /// to prune and no turn is open (see the module docs). An empty plan is always `Ok`.
+    pub fn plan_in_turn(&self, session: &Session) -> Result<PrunePlan, PruneError> {
+        let plan = self.plan(session);
+        if plan.is_empty() || turn_is_open(session) {
+            Ok(plan)
+        } else {
+            Err(PruneError::NoOpenTurn {
+                n_results: plan.results.len(),
+            })
+        }
+    }
+
     /// The two events that prune one `tool/result`, or `None` if it is within limits.
     pub fn rewrite(&self, event: &Event) -> Option<(PrunedResult, [Candidate; 2])> {
         if *event.event_type() != EventType::ToolResult {
@@ -250,6 +286,20 @@ impl Pruner {
             },
             [trace, replacement],
         ))
+    }
+}
+
+/// Whether a turn is open at the end of the log: the newest `turn/start` has no `turn/end`
+/// after it. O(1), from the latest-by-type fold.
+fn turn_is_open(session: &Session) -> bool {
+    let start = session
+        .latest(&EventType::TurnStart)
+        .map(|event| event.seq());
+    let end = session.latest(&EventType::TurnEnd).map(|event| event.seq());
+    match (start, end) {
+        (Some(start), Some(end)) => start > end,
+        (Some(_), None) => true,
+        (None, _) => false,
     }
 }
 

@@ -2,17 +2,15 @@
 //! compaction bracket's `compaction/end`, then the open turn's closers (session-core §8), then
 //! the end-seed marker — appended through the store under the writer lock (`strata repair`).
 //!
-//! `Store::open_write` closes a crashed turn on open but leaves an open compaction bracket to
-//! be made stale by its marker, as upstream does; this path closes the bracket too, in the
-//! order a resuming writer of this crate uses. A log with nothing open is left untouched (not
-//! even a marker is added), so repairing twice writes once.
+//! These are the closers `Store::open_write` appends too; unlike it, this path leaves a log
+//! with nothing open untouched (not even a marker is added), so repairing twice writes once.
 
 use std::sync::Arc;
 
 use strata_core::{Event, EventType, RawEvent, SeedOptions, SessionHeader};
 use strata_store::{LogStream, Store, StoreError};
 
-use crate::bracket::{restore_resumed, resume_stream, Resumed};
+use crate::resume::{restore_resumed, resume_stream, Resumed};
 
 /// The events a resume would append to a stored log when a turn or a compaction bracket is
 /// open — closers, then the end-seed marker; empty when nothing is open.

@@ -10,10 +10,15 @@
 //! `tests/differential.rs` (generated logs against a live oracle; skipped loudly when Node or
 //! the oracle is missing, unless `STRATA_REQUIRE_ORACLE=1`).
 //!
-//! It is a test crate: it never writes logs and is left out of the workspace's default members
-//! so that a plain `cargo test` stays fast; `cargo test --workspace` (CI) runs it. It sits
-//! above strata-store (cli → … → store → core) and is depended on by nothing. See
-//! ARCHITECTURE.md at the repository root.
+//! [`format_oracle`] is the second reference, upstream's released V3 format layer (the
+//! `@deepseek-ai/dsh-session-format*` packages), as a test helper: the tests of the writer
+//! crates (strata-compact, strata-agent, strata-cli) ask it whether the logs they wrote are
+//! accepted, through this crate as a dev-dependency.
+//!
+//! It is a test crate: it writes no logs but the temporary files it hands the oracle, and is
+//! left out of the workspace's default members so that a plain `cargo test` stays fast;
+//! `cargo test --workspace` (CI) runs it. It sits above strata-store (cli → … → store → core)
+//! and only other crates' tests depend on it. See ARCHITECTURE.md at the repository root.
 //!
 //! ```
 //! use serde_json::json;
@@ -29,5 +34,7 @@
 #![deny(missing_docs)]
 
 pub use compare::{compare, run_strata, Failure, Mode, Outcome, Summary, ORACLE_TIME};
+
+pub mod format_oracle;
 
 mod compare;

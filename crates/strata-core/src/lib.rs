@@ -39,7 +39,7 @@ pub use pairing::{check_tool_pairing, PairingError};
 pub use precheck::PrecheckedRow;
 pub use repair::{
     interrupted_turn_closers, open_turn_closers, CloseCause, Closers, OpenCall, StoredTurnScan,
-    TurnState,
+    TurnState, TOOL_NOT_STARTED_TEXT,
 };
 pub use request::{
     canonical_header, fold_request_context, fold_request_header, header_equals, request_at,

@@ -5,6 +5,17 @@
 //! messages of the open step, then close them — a synthetic error result for
 //! each unanswered call (distinguishing "never started" from "started, outcome
 //! unknown" by whether a `tool/call` was recorded), `step/end`, `turn/end`.
+//! A never-started call always gets V3's one exact `TOOL_NOT_STARTED` repair
+//! ([`TOOL_NOT_STARTED_TEXT`]); the cause shows in the other closers.
+//!
+//! A compaction bracket the crash left open is closed first, by a `compaction/end` that
+//! copies the start's `compactionId`, `sourceCommandId` and `turn` and records `error` (the
+//! cause): dsh's format layer refuses a `turn/end` that crosses an open compaction, and a
+//! `compaction/end` after the end-seed marker (which forgets the open compaction) matches no
+//! start. A bracket is open when the newest of {`compaction/start`, `compaction/end`,
+//! `session/end-seed`} is a `compaction/start`; a start followed by a marker is stale and
+//! stays as it is. Upstream's own repair leaves the bracket to its marker instead, which its
+//! format layer accepts only when it reads the whole log (docs/divergences.md).
 //! The closers reuse the last event's time, so repair is deterministic.
 
 use std::sync::Arc;
@@ -35,13 +46,6 @@ impl CloseCause {
         }
     }
 
-    fn not_started_text(self) -> &'static str {
-        match self {
-            CloseCause::Interrupted => "The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed.",
-            CloseCause::Forked => "The history inherited by this branch has no record of this tool call starting. The parent session may have executed it after the fork point. Decide whether to retry from the tool semantics: retry only if the operation is read-only or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry blindly.",
-        }
-    }
-
     fn started_text(self) -> &'static str {
         match self {
             CloseCause::Interrupted => "The tool call was interrupted after it was recorded, but no result was durably recorded. Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if the operation is read-only or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry blindly.",
@@ -49,6 +53,13 @@ impl CloseCause {
         }
     }
 }
+
+/// The one result V3 accepts for a call announced but never started (`tool/call` missing),
+/// whatever closes it: upstream's format layer refuses any other (`tool/result … is not the
+/// exact TOOL_NOT_STARTED repair`). Its message id is `interrupted-tool-result-<callId>-<seq>`.
+/// V4's fork writes `forked-tool-result-…` with a text of its own here; a V3 log cannot hold
+/// that, so a fork closes a never-started call with this repair too (docs/divergences.md).
+pub const TOOL_NOT_STARTED_TEXT: &str = "The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed.";
 
 /// The synthetic events that close an open turn, to append right after the log.
 #[derive(Clone, Debug, PartialEq)]
@@ -234,14 +245,18 @@ impl TurnScan {
         };
         let mut candidates = Vec::new();
         for (seq, call) in (first_seq.get()..).zip(self.pending) {
-            let (text, error_name, error_code) = match call.call_seq {
+            // A started call's outcome is unknown, and any result settles it; a call never
+            // started takes V3's exact repair, which names no cause of its own.
+            let (id_prefix, text, error_name, error_code) = match call.call_seq {
                 Some(_) => (
+                    cause.as_str(),
                     cause.started_text(),
                     "ToolOutcomeUnknownError",
                     "TOOL_OUTCOME_UNKNOWN",
                 ),
                 None => (
-                    cause.not_started_text(),
+                    CloseCause::Interrupted.as_str(),
+                    TOOL_NOT_STARTED_TEXT,
                     "ToolNotStartedError",
                     "TOOL_NOT_STARTED",
                 ),
@@ -264,7 +279,7 @@ impl TurnScan {
             let message = object(vec![
                 (
                     "id",
-                    format!("{}-tool-result-{shown}-{seq}", cause.as_str()).into(),
+                    format!("{id_prefix}-tool-result-{shown}-{seq}").into(),
                 ),
                 ("role", "user".into()),
                 ("source", object(source)),
@@ -308,10 +323,13 @@ pub fn interrupted_turn_closers(events: &[Arc<Event>]) -> Closers {
     open_turn_closers(events, CloseCause::Interrupted)
 }
 
-/// `openTurnClosers(events, cause)`: closers for the open turn at the end of `events`.
+/// `openTurnClosers(events, cause)`: closers for what is left open at the end of `events` — a
+/// compaction bracket, then the turn (see the module docs).
 ///
-/// O(events since the last turn boundary): a `turn/start` or `turn/end` resets everything the
-/// scan tracks, so it starts there; payloads are read without keeping their trees.
+/// O(events since the last turn boundary and since the last compaction event or marker): a
+/// `turn/start` or `turn/end` resets everything the turn scan tracks, so it starts there, and
+/// the bracket scan walks back to the newest bracket event; payloads are read without keeping
+/// their trees.
 pub fn open_turn_closers(events: &[Arc<Event>], cause: CloseCause) -> Closers {
     let mut scan = TurnScan::new(ScanMode::Lenient);
     let from = events
@@ -325,11 +343,74 @@ pub fn open_turn_closers(events: &[Arc<Event>], cause: CloseCause) -> Closers {
         Some(last) => (last.seq.next(), last.time),
         None => (Seq::ZERO, 0),
     };
+    let bracket = events
+        .iter()
+        .rev()
+        .find(|event| is_bracket_event(event))
+        .filter(|event| is_compaction_start(event));
+    closers_of(bracket.map(AsRef::as_ref), scan, first_seq, time, cause)
+}
+
+/// The closers of an open `bracket` (its `compaction/start`) and of the turn `scan` holds,
+/// numbered from `first_seq`.
+fn closers_of(
+    bracket: Option<&Event>,
+    scan: TurnScan,
+    first_seq: Seq,
+    time: i64,
+    cause: CloseCause,
+) -> Closers {
+    let mut candidates = Vec::new();
+    let mut turn_first_seq = first_seq;
+    if let Some(start) = bracket {
+        candidates.push(bracket_closer(start, cause));
+        turn_first_seq = first_seq.next();
+    }
+    candidates.extend(scan.closers(turn_first_seq, cause));
     Closers {
-        candidates: scan.closers(first_seq, cause),
+        candidates,
         first_seq,
         time,
     }
+}
+
+/// The `compaction/start` type tag.
+pub(crate) const COMPACTION_START: &str = "compaction/start";
+
+/// The `compaction/end` type tag.
+pub(crate) const COMPACTION_END: &str = "compaction/end";
+
+/// Whether `event` opens, closes or makes stale a compaction bracket.
+fn is_bracket_event(event: &Event) -> bool {
+    match &event.event_type {
+        EventType::SessionEndSeed => true,
+        EventType::Other(name) => {
+            name.as_str() == COMPACTION_START || name.as_str() == COMPACTION_END
+        }
+        _ => false,
+    }
+}
+
+fn is_compaction_start(event: &Event) -> bool {
+    matches!(&event.event_type, EventType::Other(name) if name.as_str() == COMPACTION_START)
+}
+
+/// `compaction/end {compactionId, sourceCommandId?, turn, error: cause}`, the closer of the
+/// bracket `start` opened: the same ids and owner turn (which a bracket must keep), no summary
+/// and no replacement, so the surface is what the log held.
+fn bracket_closer(start: &Event, cause: CloseCause) -> Candidate {
+    let data = start.data_uncached();
+    let mut entries = Vec::new();
+    for key in ["compactionId", "sourceCommandId", "turn"] {
+        if let Some(value) = data.get(key) {
+            entries.push((key, value.clone()));
+        }
+    }
+    entries.push(("error", cause.as_str().into()));
+    Candidate::log_only(crate::payload::PluginEvent {
+        event_type: COMPACTION_END.into(),
+        data: object(entries),
+    })
 }
 
 /// Crash repair over *stored* v0/v1 rows, as upstream 0.1.0-rc.8's persistence coordinator
@@ -482,13 +563,22 @@ impl TurnState {
     }
 
     /// The closers of the open turn, the first numbered `first_seq`, all carrying `time`
-    /// (the last event's time); empty when no turn is open.
+    /// (the last event's time); empty when no turn is open. A compaction bracket is not part
+    /// of the turn: [`TurnState::closers_after`] closes one first.
     pub fn closers(&self, first_seq: Seq, time: i64, cause: CloseCause) -> Closers {
-        Closers {
-            candidates: self.to_scan().closers(first_seq, cause),
-            first_seq,
-            time,
-        }
+        self.closers_after(None, first_seq, time, cause)
+    }
+
+    /// [`TurnState::closers`] preceded by the closer of the compaction bracket `bracket` (its
+    /// `compaction/start`) opened, when one is open (see the module docs).
+    pub fn closers_after(
+        &self,
+        bracket: Option<&Event>,
+        first_seq: Seq,
+        time: i64,
+        cause: CloseCause,
+    ) -> Closers {
+        closers_of(bracket, self.to_scan(), first_seq, time, cause)
     }
 
     fn to_scan(&self) -> TurnScan {

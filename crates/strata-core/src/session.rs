@@ -844,13 +844,32 @@ impl Session {
         }
     }
 
-    /// The closers of the turn left open at the end of the log (`openTurnClosers`, §8).
+    /// The closers of what is left open at the end of the log (`openTurnClosers`, §8): a
+    /// compaction bracket's `compaction/end`, then the turn's closers (see
+    /// [`open_turn_closers`](crate::open_turn_closers)). O(events of the current turn); the
+    /// bracket is read from the latest-by-type fold, which a lazy session holds too.
     pub fn open_turn_closers(&self, cause: CloseCause) -> crate::repair::Closers {
         let (first_seq, time) = match self.log.last() {
             Some(last) => (last.seq.next(), last.time),
             None => (Seq::ZERO, 0),
         };
-        self.turn_state().closers(first_seq, time, cause)
+        let bracket = self.open_compaction();
+        self.turn_state()
+            .closers_after(bracket.map(AsRef::as_ref), first_seq, time, cause)
+    }
+
+    /// The `compaction/start` of the compaction bracket open at the end of the log: the newest
+    /// start, when no `compaction/end` or `session/end-seed` follows it. O(1).
+    pub fn open_compaction(&self) -> Option<&Arc<Event>> {
+        let start = self.latest(&EventType::parse(crate::repair::COMPACTION_START))?;
+        let later = |event_type: &EventType| {
+            self.latest
+                .get(event_type)
+                .is_some_and(|seq| seq > start.seq)
+        };
+        let closed = later(&EventType::parse(crate::repair::COMPACTION_END))
+            || later(&EventType::SessionEndSeed);
+        (!closed).then_some(start)
     }
 
     /// The surface.

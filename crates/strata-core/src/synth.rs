@@ -3,9 +3,11 @@
 //! A generated log looks like an agent's work: turns of steps, a system prompt
 //! at node 0, user prompts, assistant messages with embedded streams and tool
 //! calls, tool calls and their results, request headers, periodic compactions
-//! (a `compaction/start` … summary replace … `compaction/end` bracket over a
-//! span of whole turns) and tool-result prunes. Every event is appended
-//! through [`Session::append`], so a generated log is valid by construction.
+//! (a `compaction/start`, `compaction/summary`, checkpoint replace,
+//! `compaction/end` bracket over a span of whole turns) and tool-result prunes,
+//! both inside an open turn, in the order upstream's format layer holds its
+//! compactor and pruner to. Every event is appended through
+//! [`Session::append`], so a generated log is valid by construction.
 //! The same config and seed always give the same bytes (time is synthetic).
 
 use serde_json::{json, Value};
@@ -523,8 +525,12 @@ pub fn generate_conversation(config: &ConversationConfig) -> Result<Session, Acc
     Ok(session)
 }
 
-/// Replaces the surface from node 1 (after the system prompt) through the last
-/// node before the current turn with a summary, inside a compaction bracket.
+/// Replaces the surface from node 1 (after the system prompt) through the last node before
+/// the current turn with a summary, as one compaction bracket in upstream's order (the order
+/// dsh's format layer holds a compaction to): `compaction/start {turn}`, `compaction/summary`
+/// naming the exact shadowed span while it is still on the surface, the checkpoint
+/// `user/message` replacing it (citing the start, the summary and every shadowed node), then
+/// `compaction/end` with the same owner turn.
 fn compact(
     session: &mut Session,
     rng: &mut Rng,
@@ -539,27 +545,54 @@ fn compact(
     let start = nodes[1];
     let end = nodes[nodes.len() - 1];
     let compaction_id = format!("compaction-{turn}");
-    session.append(
-        Candidate::log_only(payload::PluginEvent {
-            event_type: "compaction/start".into(),
-            data: json!({"compactionId": compaction_id, "turn": turn}),
-        }),
-        time,
-    )?;
+    let start_seq = session
+        .append(
+            Candidate::log_only(payload::PluginEvent {
+                event_type: "compaction/start".into(),
+                data: json!({"compactionId": compaction_id, "turn": turn}),
+            }),
+            time,
+        )?
+        .seq();
     let shadowed: Vec<Seq> = nodes[1..].to_vec();
-    let summary = format!(
-        "This is an automatically generated checkpoint.\n\n<compacted-summary>{}</compacted-summary>",
-        text(rng, config.content_bytes)
+    let summary = text(rng, config.content_bytes);
+    // A stand-in for a tokenizer's count: a quarter of the shadowed payloads' bytes.
+    let shadowed_tokens: usize = shadowed
+        .iter()
+        .filter_map(|seq| session.event(*seq))
+        .map(|event| event.data_json().len().div_ceil(4))
+        .sum();
+    let summary_seq = session
+        .append(
+            Candidate::log_only(payload::PluginEvent {
+                event_type: "compaction/summary".into(),
+                data: json!({
+                    "compactionId": compaction_id,
+                    "summary": [payload::text_block(&summary)],
+                    "shadowedRange": {"start": start.get(), "end": end.get()},
+                    "shadowedSeqs": shadowed.iter().map(|seq| seq.get()).collect::<Vec<_>>(),
+                    "shadowedTokenCount": shadowed_tokens,
+                    "provider": "deepseek",
+                    "model": "deepseek-chat",
+                }),
+            }),
+            time,
+        )?
+        .seq();
+    let framed = format!(
+        "This is an automatically generated checkpoint.\n\n<compacted-summary>{summary}</compacted-summary>"
     );
     let message = payload::user_message(
         &format!("summary-{turn}"),
-        vec![payload::text_block(&summary)],
+        vec![payload::text_block(&framed)],
         json!({"kind": "plugin", "plugin": "compact", "compactionId": compaction_id}),
     );
+    let mut sources = vec![start_seq, summary_seq];
+    sources.extend_from_slice(&shadowed);
     session.append(
         Candidate::surface(
             payload::UserMessage { message },
-            SurfaceIntent::replace(start, end, shadowed),
+            SurfaceIntent::replace(start, end, sources),
         ),
         time,
     )?;

@@ -80,6 +80,7 @@ async fn rate_limited_then_success_logs_exactly_one_attempt() {
     for (sent, rebuilt) in received.iter().zip(&rebuilt) {
         assert_eq!(sent.body, serde_json::to_vec(rebuilt).unwrap());
     }
+    fixture.assert_logs_accepted();
 }
 
 #[tokio::test]
@@ -129,6 +130,7 @@ async fn a_mid_stream_disconnect_logs_the_partial_stream_and_restarts() {
         warnings[0].contains("restarting the request"),
         "{warnings:?}"
     );
+    fixture.assert_logs_accepted();
 }
 
 #[tokio::test]
@@ -164,4 +166,5 @@ async fn a_request_that_fails_for_good_ends_the_turn_with_its_error() {
         &json!({"kind": "error", "error": {"message": "authentication failed: http 401: Authentication Fails", "code": "AUTH", "status": 401}})
     );
     assert_eq!(server.received().len(), 1);
+    fixture.assert_logs_accepted();
 }

@@ -71,6 +71,7 @@ async fn cancel_mid_stream_keeps_the_delivered_prefix_as_an_interrupted_message(
             ("assistant".into(), "thought:Thinking|Partial ".into())
         ]
     );
+    fixture.assert_logs_accepted();
 }
 
 #[tokio::test]
@@ -100,6 +101,7 @@ async fn cancel_before_any_content_logs_an_attempt() {
         ]
     );
     assert_eq!(derived(&session), [("user".into(), "Hi".into())]);
+    fixture.assert_logs_accepted();
 }
 
 /// A tool that cancels the turn itself (the user pressing Ctrl-C while it runs), then waits for
@@ -207,6 +209,7 @@ async fn cancel_during_sequential_tools_aborts_the_running_one_and_skips_the_res
             ),
         ]
     );
+    fixture.assert_logs_accepted();
 }
 
 #[tokio::test]
@@ -248,4 +251,5 @@ async fn cancel_during_parallel_tools_drains_started_bodies() {
     // The quick tool started together with the slow one and its real outcome is committed.
     assert_eq!(results[1].data().get("error"), None);
     assert_eq!(derived(&session)[3], ("user".into(), "tool:done".into()));
+    fixture.assert_logs_accepted();
 }

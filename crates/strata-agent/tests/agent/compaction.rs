@@ -1,13 +1,14 @@
 //! Auto-compaction through the loop: under pressure at the pre-step point, the loop's model
 //! summarizes the head of the conversation (as a prefix extension of the last request), the
-//! checkpoint replaces it, and the next request starts a `series`.
+//! checkpoint replaces it, and the next request starts a `series`; a large tool result is
+//! pruned there first, inside the open turn, and a failed summary is recorded.
 
 use std::sync::Arc;
 
 use strata_agent::agent::{Agent, AutoCompaction, ReasoningReplay, TurnOutcome};
 use strata_agent::llm::{ChatMessage, ScriptedModel};
 use strata_agent::tools::ToolSet;
-use strata_compact::{instruction_text, CompactionConfig, Compactor};
+use strata_compact::{instruction_text, CompactionConfig, Compactor, Pruner, PrunerConfig};
 use strata_core::SessionHeader;
 use tokio_util::sync::CancellationToken;
 
@@ -121,4 +122,82 @@ async fn pressure_compaction_runs_at_the_pre_step_point_with_the_llm_summarizer(
     assert!(content.contains("<compacted-summary>"), "{content}");
     assert!(content.contains("Explained it."), "{content}");
     assert_eq!(checkpoint.sources().map(|s| s.len()), Some(3));
+    fixture.assert_logs_accepted();
+}
+
+/// The pre-step between two steps of a turn prunes a large tool result, and then, still over
+/// the threshold, attempts a compaction whose summary request fails: the pruned pair lands
+/// inside the open turn, the failed attempt is `compaction/start` and `compaction/end {error}`
+/// with no summary, and the turn goes on. Upstream's released V3 layer accepts the log.
+#[tokio::test]
+async fn the_pre_step_prunes_inside_the_turn_and_records_a_failed_summary() {
+    let fixture = Fixture::new();
+    let line = "2024-05-14T02:00:00.000Z INFO worker=1 job=7500 status=ok duration_ms=20\n";
+    std::fs::write(fixture.work_dir.path().join("big.log"), line.repeat(600)).unwrap();
+    let script = serde_json::json!({"responses": [
+        {"events": [
+            {"type": "tool_call_delta", "index": 0, "id": "call_big", "name": "read_file",
+             "arguments_delta": "{\"path\":\"big.log\"}"},
+            {"type": "finish", "reason": "tool_calls"}
+        ]},
+        {"events": [], "error": {"code": "BAD_REQUEST", "message": "summary refused"}},
+        {"events": [{"type": "text_delta", "text": "done"}, {"type": "finish", "reason": "stop"}]}
+    ]});
+    let model = Arc::new(ScriptedModel::from_json_str(&script.to_string()).unwrap());
+    let mut config = config("deepseek-chat");
+    config.call.context_window = Some(1000);
+    let hook = AutoCompaction::new(
+        Compactor::new(CompactionConfig::default()).unwrap(),
+        Some(Pruner::new(PrunerConfig::default()).unwrap()),
+        config.reasoning,
+        config.retry,
+    );
+    let writer = fixture
+        .store
+        .create(SessionHeader::fresh("s", 1).unwrap())
+        .unwrap();
+    let watch = Arc::new(Watch::default());
+    let mut agent = Agent::new(
+        writer,
+        model,
+        fixture.tools(),
+        fixture.workspace.clone(),
+        config,
+    )
+    .with_hook(Arc::new(hook))
+    .with_observer(watch.clone());
+    let report = agent
+        .run_turn("Why did it restart?", &CancellationToken::new())
+        .await
+        .unwrap();
+    assert_eq!(report.outcome, TurnOutcome::Completed);
+    agent.close().unwrap();
+    let warnings = watch.warnings.lock().unwrap().clone();
+    assert!(
+        warnings
+            .iter()
+            .any(|warning| warning.contains("compaction attempt failed")),
+        "{warnings:?}"
+    );
+
+    let session = fixture.load("s");
+    let kinds = types(&session);
+    let prune = kinds
+        .iter()
+        .position(|kind| kind == "compaction/prune")
+        .unwrap();
+    assert_eq!(
+        kinds[prune - 1..prune + 5],
+        [
+            "step/end",
+            "compaction/prune",
+            "tool/result",
+            "compaction/start",
+            "compaction/end",
+            "step/start"
+        ]
+    );
+    assert!(field(&session.events()[prune + 3], &["error"]).is_string());
+    assert!(!kinds.contains(&"compaction/summary".to_owned()));
+    fixture.assert_logs_accepted();
 }

@@ -95,4 +95,5 @@ async fn every_request_equals_what_the_log_rebuilds() {
             "tool:Error: tool call not run: the model's output was cut by its token limit".into()
         ))
     );
+    fixture.assert_logs_accepted();
 }

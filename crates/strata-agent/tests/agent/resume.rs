@@ -148,6 +148,7 @@ async fn a_crash_inside_a_tool_body_resumes_with_unknown_outcome() {
             ),
         ]
     );
+    fixture.assert_logs_accepted();
 }
 
 #[tokio::test]
@@ -175,6 +176,7 @@ async fn reopening_a_cleanly_closed_session_resumes_without_closers() {
     let reasons: Vec<&Value> = headers.iter().map(|h| field(h, &["reason"])).collect();
     assert_eq!(reasons, [&json!("initial"), &json!("resume")]);
     assert_eq!(of_type(&session, "turn/end").len(), 2);
+    fixture.assert_logs_accepted();
 }
 
 #[tokio::test]
@@ -224,4 +226,5 @@ async fn a_system_prompt_change_replaces_node_zero_and_starts_a_series() {
         requests,
         reconstructed_requests(&fixture, "s", ReasoningReplay::default())
     );
+    fixture.assert_logs_accepted();
 }

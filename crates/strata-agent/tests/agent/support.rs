@@ -195,3 +195,18 @@ pub fn field<'a>(event: &'a Event, path: &[&str]) -> &'a Value {
     }
     value
 }
+
+impl Fixture {
+    /// Upstream's released V3 format layer accepts every log this fixture's store holds (issue
+    /// 23): what the loop, its retries, cancellations, crash repair and compaction wrote.
+    pub fn assert_logs_accepted(&self) {
+        let listing = self.store.list().unwrap();
+        let files: Vec<String> = listing
+            .sessions
+            .iter()
+            .map(|session| self.store.read(session.id()).unwrap().location)
+            .collect();
+        assert!(!files.is_empty(), "the test wrote no log");
+        strata_conformance::format_oracle::assert_accepted(&files);
+    }
+}

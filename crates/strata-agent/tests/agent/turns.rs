@@ -191,6 +191,7 @@ async fn a_turn_with_parallel_tool_calls_round_trips_over_http() {
             .count(),
         2
     );
+    fixture.assert_logs_accepted();
 }
 
 #[tokio::test]
@@ -248,6 +249,7 @@ async fn a_second_turn_reuses_the_header_and_a_system_prompt_is_node_zero() {
         json!({"role": "system", "content": "You are terse."})
     );
     assert_eq!(second["messages"].as_array().map(Vec::len), Some(4));
+    fixture.assert_logs_accepted();
 }
 
 /// Issue 22 (defects found by hostile probes): the strings a model sends are JavaScript
@@ -327,4 +329,5 @@ async fn lone_surrogates_reach_tools_as_text_and_the_log_as_json_stringify_write
     let body = String::from_utf8(server.received()[1].body.clone()).unwrap();
     assert!(body.contains(r#""content":"Writing A\ud800B.""#), "{body}");
     drop(session);
+    fixture.assert_logs_accepted();
 }

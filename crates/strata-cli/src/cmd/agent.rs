@@ -125,13 +125,10 @@ pub(crate) fn build(args: &AgentArgs, observer: Arc<dyn Observer>) -> anyhow::Re
 }
 
 /// Reopens a stored session for the agent (lazily, from its checkpoint when one is valid): the
-/// store closes a crashed turn, then a compaction bracket the crash left open is recorded as
-/// interrupted.
+/// store closes what a crash left open — a compaction bracket, recorded as interrupted, then
+/// the turn — before the end-seed marker.
 fn resume(store: &Store, id: &str) -> anyhow::Result<strata_store::SessionWriter> {
-    let writer = store.open_write(id)?;
-    strata_compact::close_open_bracket(&writer, SystemClock.now_ms())
-        .with_context(|| format!("close the compaction left open in session {id:?}"))?;
-    Ok(writer)
+    Ok(store.open_write(id)?)
 }
 
 /// Standard output as the agent's observers write it. The first write that fails (a closed

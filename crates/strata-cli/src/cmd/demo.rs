@@ -10,23 +10,29 @@
 //! 3. **repair** — `Store::open_write` closes the turn with `interrupted` closers;
 //! 4. **compact** — the extractive summarizer replaces the oldest history with a checkpoint;
 //! 5. **agent** — a fourth turn continues on the compacted surface and reads a large log;
-//! 6. **prune** — that oversized tool result is middle-elided;
+//! 6. **prune** — before the turn's next step, the agent's pre-step middle-elides that
+//!    oversized tool result, inside the open turn, where dsh prunes (a hook of the demo's own,
+//!    so the step is shown; the real agent prunes there when its context nears the window);
 //! 7. **fork** — a new session inherits the log up to the fourth turn's `tool/call`, closed
 //!    with `forked` closers.
 //!
 //! Both logs are then validated from the store, and the commands to look at them are printed.
 //! Every run makes fresh session ids, so the demo can run again in the same store.
 
-use std::sync::Arc;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use strata_agent::agent::{new_id, Agent, AgentConfig, CallConfig, TurnOutcome};
+use strata_agent::agent::{
+    new_id, Agent, AgentConfig, CallConfig, HookError, HookFuture, PreStepHook, StepPoint,
+    TurnOutcome,
+};
 use strata_agent::llm::ScriptedModel;
 use strata_agent::tools::{ToolSet, ToolsConfig, Workspace};
 use strata_compact::{
     block_on, system_clock_ms, CompactionConfig, CompactionOutcome, Compactor,
-    ExtractiveSummarizer, IdGenerator, Pruner, PrunerConfig, WriterHost,
+    ExtractiveSummarizer, IdGenerator, PrunedResult, Pruner, PrunerConfig, WriterHost,
 };
 use strata_core::payload::{
     assistant_message, text_block, tool_call_block, user_text_message, AssistantMessage, StepStart,
@@ -162,30 +168,25 @@ pub(crate) fn run(store_flag: Option<&str>) -> anyhow::Result<Status> {
     )?;
     compact(&writer, paint)?;
 
-    // 5. agent
+    // 5. agent, and 6. prune: the pre-step hook prints step 6 inside the running turn.
     heading(
         paint,
         5,
         "agent",
         "the conversation goes on from the checkpoint; a tool reads a large log",
     )?;
-    let mut agent = demo.agent(writer);
+    let prune = Arc::new(PreStepPrune::new(paint)?);
+    let mut agent = demo.agent(writer).with_hook(prune.clone());
     demo.turn(&mut agent, PROMPTS[2])?;
+    if prune.pruned().is_empty() {
+        bail!("the demo's fourth turn had no tool result to prune");
+    }
     let writer = agent.journal().writer();
     // The fork below cuts this turn right after its tool call, before the large result.
     let fork_at = writer
         .with_session(|session| session.latest(&EventType::ToolCall).map(|e| e.seq().get()))
         .context("the fourth turn recorded no tool call")?;
     say(&writer.with_session(|session| surface_line("surface", session, paint)))?;
-
-    // 6. prune
-    heading(
-        paint,
-        6,
-        "prune",
-        "tool results over 8,192 code points are middle-elided",
-    )?;
-    prune(writer, paint)?;
     agent.close().context("close the session")?;
 
     // 7. fork
@@ -255,8 +256,8 @@ impl Demo {
         })
     }
 
-    /// An agent on `writer`. No automatic compaction hook: the demo compacts and prunes by
-    /// hand, to show each step.
+    /// An agent on `writer`. No automatic compaction hook: the demo compacts by hand and
+    /// prunes through a pre-step hook of its own, to show each step.
     fn agent(&self, writer: SessionWriter) -> Agent {
         Agent::new(
             writer,
@@ -357,28 +358,93 @@ fn compact(writer: &SessionWriter, paint: Paint) -> anyhow::Result<()> {
     say(&writer.with_session(|session| surface_line("after", session, paint)))
 }
 
-/// Step 6: prune oversized tool results through the writer, with the surface before and after.
-fn prune(writer: &SessionWriter, paint: Paint) -> anyhow::Result<()> {
-    let pruner = Pruner::new(PrunerConfig::default())?;
-    say(&writer.with_session(|session| surface_line("before", session, paint)))?;
-    let plan = writer.with_session(|session| pruner.plan(session));
-    if plan.is_empty() {
-        bail!("the demo's session had no tool result to prune");
+/// Step 6 as the agent runs it: before each step of the open turn, oversized tool results are
+/// middle-elided through the turn's journal — the `compaction/prune` + `tool/result` pairs land
+/// between two steps, inside the turn, where dsh's pruner runs and where its format layer
+/// accepts them — with the surface before and after.
+struct PreStepPrune {
+    pruner: Pruner,
+    paint: Paint,
+    /// What it pruned, in order.
+    pruned: Mutex<Vec<PrunedResult>>,
+}
+
+impl PreStepPrune {
+    fn new(paint: Paint) -> anyhow::Result<PreStepPrune> {
+        Ok(PreStepPrune {
+            pruner: Pruner::new(PrunerConfig::default())?,
+            paint,
+            pruned: Mutex::new(Vec::new()),
+        })
     }
-    writer
-        .append(plan.candidates.clone(), system_clock_ms())
-        .context("append the pruned tool results")?;
-    for result in &plan.results {
-        say(&format!(
-            "  seq {}: {} → {} code points (~{} → ~{} tokens); the original stays in the log",
-            result.seq.get(),
-            thousands(result.chars_before as u64),
-            thousands(result.chars_after as u64),
-            thousands(result.tokens_before),
-            thousands(result.tokens_after)
-        ))?;
+
+    fn pruned(&self) -> Vec<PrunedResult> {
+        self.pruned
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .clone()
     }
-    say(&writer.with_session(|session| surface_line("after", session, paint)))
+
+    /// Writes to stdout directly, as the turn printer does: a hook cannot fail the turn over a
+    /// closed pipe, which the demo's next checked write notices.
+    fn print(&self, text: &str) {
+        let _ = writeln!(std::io::stdout().lock(), "{text}");
+    }
+}
+
+impl PreStepHook for PreStepPrune {
+    fn before_step<'a>(&'a self, point: StepPoint<'a>) -> HookFuture<'a, Result<(), HookError>> {
+        Box::pin(async move {
+            let failed = |error: &dyn std::fmt::Display| HookError {
+                message: format!("pruning: {error}"),
+            };
+            let plan = point
+                .journal
+                .with_session(|session| self.pruner.plan_in_turn(session))
+                .map_err(|error| failed(&error))?;
+            if plan.is_empty() {
+                return Ok(());
+            }
+            let paint = self.paint;
+            self.print(&heading_text(
+                paint,
+                6,
+                "prune",
+                "the agent's pre-step middle-elides tool results over 8,192 code points",
+            ));
+            self.print(
+                &point
+                    .journal
+                    .with_session(|session| surface_line("before", session, paint)),
+            );
+            point
+                .journal
+                .append(plan.candidates)
+                .await
+                .map_err(|error| failed(&error))?;
+            for result in &plan.results {
+                self.print(&format!(
+                    "  seq {}: {} → {} code points (~{} → ~{} tokens); the original stays in \
+                     the log",
+                    result.seq.get(),
+                    thousands(result.chars_before as u64),
+                    thousands(result.chars_after as u64),
+                    thousands(result.tokens_before),
+                    thousands(result.tokens_after)
+                ));
+            }
+            self.print(
+                &point
+                    .journal
+                    .with_session(|session| surface_line("after", session, paint)),
+            );
+            self.pruned
+                .lock()
+                .unwrap_or_else(|poison| poison.into_inner())
+                .extend(plan.results);
+            Ok(())
+        })
+    }
 }
 
 /// The closing lines: commands to look at what the demo wrote.
@@ -487,12 +553,16 @@ fn prompt_line(paint: Paint, prompt: &str, turn: u64) -> String {
 
 /// A numbered phase heading.
 fn heading(paint: Paint, number: u32, name: &str, what: &str) -> anyhow::Result<()> {
-    say("")?;
-    say(&format!(
-        "{} {}",
+    say(&heading_text(paint, number, name, what))
+}
+
+/// A numbered phase heading's text, after a blank line.
+fn heading_text(paint: Paint, number: u32, name: &str, what: &str) -> String {
+    format!(
+        "\n{} {}",
         paint.bold(&format!("{number}. {name}")),
         paint.dim(&format!("— {what}"))
-    ))
+    )
 }
 
 /// One line to stdout (a closed pipe ends the demo quietly, see `output::line`).

@@ -75,6 +75,9 @@ impl Observer for TurnPrinter {
                     self.paint.yellow("→ tool")
                 ));
             }
+            // A rewrite (the pre-step's prune) is reported by whoever wrote it, not as a
+            // new result.
+            EventType::ToolResult if matches!(event.surface_op(), Some(SurfaceOp::Replace(_))) => {}
             EventType::ToolResult => {
                 let call_id = data["message"]["source"]["callId"].as_str().unwrap_or("");
                 let name = self.names().get(call_id).cloned().unwrap_or_default();

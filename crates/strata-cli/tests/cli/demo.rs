@@ -165,6 +165,42 @@ fn the_demo_writes_to_the_store_given_by_flag() {
     assert_eq!(listed.sessions.len(), 2);
 }
 
+/// Both logs the demo writes are ones upstream's released V3 layer accepts: the prune lands in
+/// the fourth turn's pre-step, between its steps (upstream refused the old demo's prune after
+/// `turn/end`: "tool/result replacement is outside an open turn").
+#[test]
+fn the_demo_logs_are_accepted_by_upstream_with_the_prune_inside_the_turn() {
+    let home = tempfile::tempdir().expect("temp dir");
+    let root = home.path().join("logs");
+    strata_in(home.path())
+        .arg("demo")
+        .arg("--store")
+        .arg(format!("jsonl:{}", root.display()))
+        .assert()
+        .success();
+    let store = Store::jsonl(&root, strata_store::Compression::None);
+    let listed = store.list().expect("list");
+    assert_eq!(listed.sessions.len(), 2);
+    let mut files = Vec::new();
+    for session in &listed.sessions {
+        let log = store.read(session.id()).expect("read");
+        if !log.header.is_seeded() {
+            let types: Vec<&str> = log.events.iter().filter_map(RawEvent::type_tag).collect();
+            let prune = types
+                .iter()
+                .position(|t| *t == "compaction/prune")
+                .expect("a prune");
+            let open = types[..prune].iter().rposition(|t| *t == "turn/start");
+            let closed = types[..prune].iter().rposition(|t| *t == "turn/end");
+            assert!(open > closed, "the prune is inside a turn: {types:?}");
+            assert_eq!(types[prune - 1], "step/end", "{types:?}");
+            assert_eq!(types[prune + 2], "step/start", "{types:?}");
+        }
+        files.push(log.location);
+    }
+    strata_conformance::format_oracle::assert_accepted(&files);
+}
+
 #[test]
 fn completions_are_printed_for_each_shell() {
     for shell in ["bash", "zsh", "fish"] {

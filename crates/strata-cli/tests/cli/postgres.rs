@@ -266,7 +266,7 @@ fn convert_moves_sessions_between_every_kind_of_store_byte_identically() {
         assert!(output.status.success(), "{from} → {to}: {output:?}");
         let value: Value = serde_json::from_slice(&output.stdout).expect("json");
         assert_eq!(value["ok"], true, "{from} → {to}");
-        assert_eq!(value["events"], 130, "{from} → {to}");
+        assert_eq!(value["events"], 132, "{from} → {to}");
     }
     // Every copy exports to the very bytes of the original file.
     let original = std::fs::read(sample()).expect("sample");

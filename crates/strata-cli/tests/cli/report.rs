@@ -34,25 +34,25 @@ fn sample_report_is_self_contained_and_lists_every_replacement() {
     for needle in ["http://", "https://", "src=", "<link", "@import", "url("] {
         assert!(!page.contains(needle), "the page references {needle}");
     }
-    // The sample's three replacements (strata surface: @44 3..38, @88 72..72, @118 44..113),
+    // The sample's three replacements (strata surface: @45 3..38, @89 73..73, @120 45..114),
     // each in the span chart, in the table and on its timeline row.
-    for (seq, span) in [(44, "3–38"), (88, "72–72"), (118, "44–113")] {
+    for (seq, span) in [(45, "3–38"), (89, "73–73"), (120, "45–114")] {
         assert!(page.contains(&format!("<g class=\"rep\" data-rep=\"{seq}\">")));
         assert!(page.contains(&format!("<tr id=\"r{seq}\" data-rep=\"{seq}\">")));
         assert!(page.contains(&format!(" data-rep={seq}>replaces {span} (")));
     }
     // Every event has a row; the final surface nodes are marked visible.
-    for seq in 0..130 {
+    for seq in 0..132 {
         assert!(page.contains(&format!("<li id=e{seq} class=")));
     }
-    for seq in [2, 118, 121, 122, 124, 127] {
+    for seq in [2, 120, 123, 124, 126, 129] {
         assert!(
             page.contains(&format!("<li id=e{seq} class=v>"))
                 || page.contains(&format!("<li id=e{seq} class=\"v r\">")),
             "node {seq}"
         );
     }
-    assert!(page.contains("<li id=e72 class=s data-by=88>"));
+    assert!(page.contains("<li id=e73 class=s data-by=89>"));
     assert!(page.contains("svg class=\"chart bars k0\""));
 }
 
@@ -289,5 +289,5 @@ fn report_renders_in_headless_chromium() {
         dom.matches("class=\"tb\"").count() >= 5,
         "the script built the toolbar"
     );
-    assert!(dom.contains("<tr id=\"r118\" data-rep=\"118\">"));
+    assert!(dom.contains("<tr id=\"r120\" data-rep=\"120\">"));
 }

@@ -170,7 +170,7 @@ fn import_then_export_is_byte_identical_raw_and_zstd() {
     assert_eq!(code, Some(0));
     assert_eq!(value["ok"], true);
     assert_eq!(value["id"], "sample-session");
-    assert_eq!(value["events"], 130);
+    assert_eq!(value["events"], 132);
 
     let raw = home.path("out.jsonl");
     let (code, value) = json_output(
@@ -179,7 +179,7 @@ fn import_then_export_is_byte_identical_raw_and_zstd() {
             .arg(&raw),
     );
     assert_eq!(code, Some(0));
-    assert_eq!(value["events"], 130);
+    assert_eq!(value["events"], 132);
     assert_eq!(
         std::fs::read(&raw).expect("export"),
         std::fs::read(sample()).expect("sample")
@@ -192,7 +192,7 @@ fn import_then_export_is_byte_identical_raw_and_zstd() {
         .assert()
         .success()
         .stdout(predicate::str::contains(
-            "exported sample-session (130 events)",
+            "exported sample-session (132 events)",
         ));
     let bytes = std::fs::read(&zstd).expect("export");
     assert_eq!(&bytes[..4], &[0x28, 0xB5, 0x2F, 0xFD]);
@@ -212,7 +212,7 @@ fn zstd_input_imports_and_validates_like_the_raw_file() {
         .assert()
         .success()
         .stdout(predicate::str::contains(
-            "ok (130 events, 6 surface nodes, 3 replacements)",
+            "ok (132 events, 6 surface nodes, 3 replacements)",
         ));
     home.import(&zstd);
     let out = home.path("back.jsonl");
@@ -237,16 +237,16 @@ fn viewing_commands_accept_sqlite_references_and_bare_ids() {
         .assert()
         .success()
         .stdout(predicate::str::contains(format!(
-            "{reference}: ok (130 events, 6 surface nodes, 3 replacements)"
+            "{reference}: ok (132 events, 6 surface nodes, 3 replacements)"
         )))
         .stdout(predicate::str::contains(
-            "#sample-session: ok (130 events, 6 surface nodes, 3 replacements)",
+            "#sample-session: ok (132 events, 6 surface nodes, 3 replacements)",
         ));
     let (code, value) = json_output(home.strata().args(["surface", "--json", &reference]));
     assert_eq!(code, Some(0));
     assert_eq!(
         value["nodes"],
-        serde_json::json!([2, 118, 121, 122, 124, 127])
+        serde_json::json!([2, 120, 123, 124, 126, 129])
     );
     let (code, value) = json_output(home.strata().args(["messages", "--json", "sample-session"]));
     assert_eq!(code, Some(0));
@@ -559,14 +559,14 @@ fn a_torn_zstd_log_imports_its_complete_events_with_a_warning() {
     let header_end = zstd::zstd_safe::find_frame_compressed_size(&bytes).expect("header frame");
     assert!(header_end < bytes.len());
     // Cut inside the frame's one block, nothing of it decodes; cut in its checksum, the block
-    // is whole and its 130 complete records are kept.
+    // is whole and its 132 complete records are kept.
     let cuts = [
         (header_end + 1, 0, ""),
         ((header_end + bytes.len()) / 2, 0, ""),
         (
             bytes.len() - 1,
-            130,
-            ", 130 of them recovered from the torn zstd frame",
+            132,
+            ", 132 of them recovered from the torn zstd frame",
         ),
     ];
     for (cut, n_kept, recovered) in cuts {
@@ -599,7 +599,7 @@ fn a_torn_zstd_log_imports_its_complete_events_with_a_warning() {
         .assert()
         .success()
         .stdout(predicate::str::contains(
-            "converted sample-session (130 events)",
+            "converted sample-session (132 events)",
         ))
         .stderr(predicate::str::contains(format!(
             "strata: warning: {}: the log ends in a torn write",
@@ -708,7 +708,7 @@ fn a_long_session_id_imports_into_sqlite_and_is_refused_by_jsonl_naming_the_limi
         .assert()
         .success()
         .stdout(predicate::str::contains(format!(
-            "imported {id} (130 events)"
+            "imported {id} (132 events)"
         )));
     let root = home.path("root");
     home.strata()

@@ -278,8 +278,8 @@ mod inspect {
         );
         assert_eq!(value["generation"], "v3");
         assert_eq!(value["header"]["id"], "sample-session");
-        assert_eq!(value["events"], 130);
-        assert_eq!(value["fileSize"], 38_462);
+        assert_eq!(value["events"], 132);
+        assert_eq!(value["fileSize"], 39_381);
         assert_eq!(value["compression"], "none");
         let counted: u64 = value["counts"]
             .as_object()
@@ -287,7 +287,7 @@ mod inspect {
             .values()
             .map(|count| count.as_u64().expect("count"))
             .sum();
-        assert_eq!(counted, 130);
+        assert_eq!(counted, 132);
         assert_eq!(value["counts"]["assistant/message"], 20);
         assert_eq!(
             (value["turns"].clone(), value["steps"].clone()),
@@ -298,12 +298,12 @@ mod inspect {
         assert_eq!(value["surface"]["replacements"], 3);
         let shadowed = value["shadowed"].as_array().expect("shadowed");
         assert_eq!(value["surface"]["shadowed"], shadowed.len());
-        assert_eq!(shadowed[0], serde_json::json!({"seq": 3, "by": 44}));
+        assert_eq!(shadowed[0], serde_json::json!({"seq": 3, "by": 45}));
         let replacements = value["replacements"].as_array().expect("replacements");
         assert_eq!(replacements.len(), 3);
-        assert_eq!(replacements[1]["seq"], 88);
-        assert_eq!(replacements[1]["shadowed"], serde_json::json!([72]));
-        assert_eq!(value["usage"]["inputTokens"], 21_307);
+        assert_eq!(replacements[1]["seq"], 89);
+        assert_eq!(replacements[1]["shadowed"], serde_json::json!([73]));
+        assert_eq!(value["usage"]["inputTokens"], 21_322);
         assert_eq!(value["usage"]["outputTokens"], 2_808);
         assert_eq!(value["stepsWithUsage"], 20);
     }
@@ -316,7 +316,7 @@ mod inspect {
             quiet(scratch.path()).args(["inspect", "--json", &reference]),
             0,
         );
-        assert_eq!(value["events"], 130);
+        assert_eq!(value["events"], 132);
         assert_eq!(value["fileSize"], Value::Null);
         let (text, _) = run(quiet(scratch.path()).args(["inspect", &reference]), 0);
         assert!(text.contains("file size     - (not a file)"), "{text}");
@@ -461,7 +461,7 @@ mod messages_format {
         let only_system = at("2", "dsh", 0);
         assert_eq!(only_system.as_array().expect("array").len(), 1);
         assert_eq!(only_system[0]["id"], "system-0");
-        // Before the compaction at seq 44 the first turns are still visible.
+        // Before the compaction at seq 45 the first turns are still visible.
         let before = at("41", "dsh", 0);
         let ids: Vec<&str> = before
             .as_array()
@@ -478,7 +478,7 @@ mod messages_format {
         let answered = at("14", "openai", 0);
         assert_eq!(answered["model"], "deepseek-chat");
         // The last seq is the current request.
-        let last = at("129", "dsh", 0);
+        let last = at("131", "dsh", 0);
         let current = run_json(
             quiet(scratch.path())
                 .args(["messages", "--json"])
@@ -493,13 +493,13 @@ mod messages_format {
         let scratch = tempfile::tempdir().expect("temp dir");
         let (stdout, stderr) = run(
             quiet(scratch.path())
-                .args(["messages", "--at", "130"])
+                .args(["messages", "--at", "132"])
                 .arg(sample()),
             2,
         );
         assert!(stdout.is_empty());
         assert!(
-            stderr.contains("--at 130: seq-out-of-range: the log holds 130 events (last seq: 129)"),
+            stderr.contains("--at 132: seq-out-of-range: the log holds 132 events (last seq: 131)"),
             "{stderr}"
         );
     }
@@ -510,11 +510,11 @@ mod messages_format {
 mod lone_surrogates {
     use super::*;
 
-    /// The sample with `A\ud800B ` at the start of the text of seq 121, the last message the
+    /// The sample with `A\ud800B ` at the start of the text of seq 123, the last message the
     /// user typed (a JavaScript slice that cut a surrogate pair leaves such a string).
     fn reproducer() -> tempfile::NamedTempFile {
-        mutated(123, |line| {
-            assert!(line.contains(r#""seq":121,"#), "{line}");
+        mutated(125, |line| {
+            assert!(line.contains(r#""seq":123,"#), "{line}");
             line.replacen(r#""text":"tool tab"#, r#""text":"A\ud800B tool tab"#, 1)
         })
     }
@@ -625,6 +625,7 @@ mod repair {
         assert_eq!(value["events"].as_array().expect("events").len(), 3);
         let log_text = log.display().to_string();
         validate_ok(scratch.path(), &log_text);
+        strata_conformance::format_oracle::assert_accepted(&[&log]);
         let inspected = run_json(
             quiet(scratch.path()).args(["inspect", "--json", &log_text]),
             0,
@@ -755,6 +756,39 @@ mod fork {
         validate_ok(scratch.path(), &out.display().to_string());
     }
 
+    /// Seq 12 is an assistant message whose tool call was never started: the child closes it
+    /// with V3's exact `TOOL_NOT_STARTED` repair, the only result upstream accepts for it (the
+    /// fork wrote a `forked-tool-result-…` one, which upstream's released V3 layer refused).
+    #[test]
+    fn a_fork_cut_before_a_tool_call_started_is_accepted_by_upstream() {
+        let scratch = tempfile::tempdir().expect("temp dir");
+        let out = scratch.path().join("child.session.v3.jsonl");
+        run_json(
+            quiet(scratch.path())
+                .args(["fork", "--at", "12", "--json", "-o"])
+                .arg(&out)
+                .arg(sample()),
+            0,
+        );
+        let child = strata_store::read_log(&out).expect("read the fork");
+        let closer = child
+            .events
+            .iter()
+            .find(|event| event.type_tag() == Some("tool/result") && event.seq_number() == Some(14))
+            .expect("a closer after the marker");
+        let data = closer.data().expect("data").into_owned();
+        assert_eq!(
+            data["message"]["id"],
+            "interrupted-tool-result-call-2-1-0-14"
+        );
+        assert_eq!(data["error"]["code"], "TOOL_NOT_STARTED");
+        assert_eq!(
+            data["message"]["content"][0]["content"][0]["text"],
+            strata_core::TOOL_NOT_STARTED_TEXT
+        );
+        strata_conformance::format_oracle::assert_accepted(&[&out]);
+    }
+
     #[test]
     fn fork_to_a_zstd_file_and_never_over_an_existing_file() {
         let scratch = tempfile::tempdir().expect("temp dir");
@@ -787,13 +821,13 @@ mod fork {
         let out = scratch.path().join("child.session.v3.jsonl");
         let (_, stderr) = run(
             quiet(scratch.path())
-                .args(["fork", "--at", "130", "-o"])
+                .args(["fork", "--at", "132", "-o"])
                 .arg(&out)
                 .arg(sample()),
             2,
         );
         assert!(
-            stderr.contains("fork --at 130: INVALID_BOUNDARY: fork boundary 130 does not exist in session \"sample-session\" (last seq: 129)"),
+            stderr.contains("fork --at 132: INVALID_BOUNDARY: fork boundary 132 does not exist in session \"sample-session\" (last seq: 131)"),
             "{stderr}"
         );
         assert!(!out.exists());
@@ -805,7 +839,7 @@ mod fork {
         let log = in_jsonl_store(scratch.path(), &sample());
         let value = run_json(
             quiet(scratch.path())
-                .args(["fork", "--at", "88", "--json"])
+                .args(["fork", "--at", "89", "--json"])
                 .arg(&log),
             0,
         );
@@ -824,7 +858,7 @@ mod fork {
             0,
         );
         assert_eq!(inspected["header"]["parentSession"], "sample-session");
-        // At seq 88 the second replacement is inherited with what it shadowed.
+        // At seq 89 the second replacement is inherited with what it shadowed.
         assert_eq!(inspected["surface"]["replacements"], 2);
     }
 

@@ -9,8 +9,11 @@ use std::io::Write;
 
 use serde_json::json;
 use strata_compact::{
-    block_on, close_open_bracket, restore_resumed, resume_stream, CompactionConfig, Compactor,
-    ExtractiveSummarizer, IdGenerator, MemoryHost, Trigger, INTERRUPTED,
+    block_on, restore_resumed, resume_stream, CompactionConfig, Compactor, ExtractiveSummarizer,
+    IdGenerator, MemoryHost, Trigger, INTERRUPTED,
+};
+use strata_conformance::format_oracle::{
+    assert_accepted, assert_session_accepted, assert_sessions_accepted,
 };
 use strata_core::{SeedOptions, Session};
 use strata_store::{encode_event_line, read_log, scan_log, write_log, Compression, Store};
@@ -95,6 +98,7 @@ fn reopening_closes_the_bracket_and_writes_no_replacement() {
         before.surface().replace_generation()
     );
     assert_eq!(messages(&repaired), messages(&before));
+    assert_session_accepted("repaired", &repaired);
 
     // The repaired log validates on its own and reopening it adds nothing.
     let full = raw_prefix(&repaired, repaired.len());
@@ -131,11 +135,12 @@ fn a_manual_bracket_closes_with_a_null_turn() {
     );
 }
 
-// The store's own open path closes the turn but not the bracket (the store cannot know
-// compaction), and its end-seed marker makes the bracket stale, as upstream does;
-// `close_open_bracket` then records the bracket's end, once.
+// The store's own open path writes the core's closers: the bracket first, then the turn, then
+// the end-seed marker, so the turn/end never crosses an open compaction and the compaction/end
+// comes before the marker that would make its start stale (upstream's format layer refuses a
+// compaction/end after it: "compaction/end has no matching compaction/start").
 #[test]
-fn store_open_write_then_close_open_bracket_records_the_interrupted_attempt() {
+fn store_open_write_closes_the_bracket_before_the_turn() {
     let (session, start, before) = compacted();
     let root = tempfile::tempdir().unwrap();
     let store = Store::jsonl(root.path(), Compression::None);
@@ -148,42 +153,69 @@ fn store_open_write_then_close_open_bracket_records_the_interrupted_attempt() {
         .iter()
         .map(|e| e.event_type().as_str())
         .collect();
-    assert_eq!(added, ["turn/end", "session/end-seed"]);
-    let closer = close_open_bracket(&writer, 7)
-        .unwrap()
-        .expect("a bracket was open");
-    assert_eq!(closer.event_type().as_str(), "compaction/end");
-    assert_eq!(closer.data()["error"], json!("interrupted"));
+    assert_eq!(added, ["compaction/end", "turn/end", "session/end-seed"]);
+    let closer = &writer.added_on_open()[0];
+    assert_eq!(closer.data()["error"], json!(INTERRUPTED));
     let started = &session.events()[start];
     assert_eq!(
         closer.data()["compactionId"],
         started.data()["compactionId"]
     );
-    assert!(
-        close_open_bracket(&writer, 8).unwrap().is_none(),
-        "closed once"
-    );
+    assert_eq!(closer.data()["turn"], started.data()["turn"]);
     writer.with_session(|reopened| {
         assert_eq!(reopened.surface().nodes(), before.surface().nodes());
         let compactor = Compactor::new(CompactionConfig::default()).unwrap();
         assert!(compactor.plan(reopened, Trigger::Manual).unwrap().is_some());
     });
     writer.close().unwrap();
-    // The closer is durable, and a reopen does not repeat it (only the end-seed marker every
-    // reopen after new events adds).
+    // The closers are durable, and a reopen does not repeat them (only the end-seed marker
+    // every reopen after new events adds).
     let writer = store.open_write(session.id()).unwrap();
     let added: Vec<&str> = writer
         .added_on_open()
         .iter()
         .map(|e| e.event_type().as_str())
         .collect();
-    assert_eq!(added, ["session/end-seed"]);
-    assert!(close_open_bracket(&writer, 9).unwrap().is_none());
+    assert!(added.is_empty(), "{added:?}");
     writer.close().unwrap();
+    let location = store.read(session.id()).unwrap().location;
+    assert_accepted(&[location]);
 }
 
 #[test]
-fn close_open_bracket_leaves_a_closed_log_alone() {
+fn store_open_write_closes_a_manual_bracket_outside_a_turn() {
+    let mut session = synth(300, 5, 0, 0.0, 100);
+    let compactor = Compactor::new(CompactionConfig::default()).unwrap();
+    let ids = IdGenerator::seeded(1).next_ids();
+    let batch = block_on(compactor.compact(&session, Trigger::Manual, &ExtractiveSummarizer, &ids))
+        .unwrap()
+        .unwrap();
+    let first = session.len();
+    session.append_batch(batch.candidates, 0).unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let store = Store::jsonl(root.path(), Compression::None);
+    store
+        .import(session.header().clone(), raw_prefix(&session, first + 1))
+        .unwrap();
+    let writer = store.open_write(session.id()).unwrap();
+    let added: Vec<(String, serde_json::Value)> = writer
+        .added_on_open()
+        .iter()
+        .map(|e| (e.event_type().to_string(), e.data()["turn"].clone()))
+        .collect();
+    assert_eq!(
+        added,
+        [
+            ("compaction/end".to_owned(), json!(null)),
+            ("session/end-seed".to_owned(), json!(null))
+        ]
+    );
+    writer.close().unwrap();
+    assert_accepted(&[store.read(session.id()).unwrap().location]);
+}
+
+#[test]
+fn a_closed_log_reopens_without_a_bracket_closer() {
     let (session, _, _) = compacted();
     let root = tempfile::tempdir().unwrap();
     let store = Store::jsonl(root.path(), Compression::None);
@@ -194,9 +226,12 @@ fn close_open_bracket_leaves_a_closed_log_alone() {
         )
         .unwrap();
     let writer = store.open_write(session.id()).unwrap();
-    let before = writer.with_session(|s| s.len());
-    assert!(close_open_bracket(&writer, 1).unwrap().is_none());
-    assert_eq!(writer.with_session(|s| s.len()), before);
+    let added: Vec<&str> = writer
+        .added_on_open()
+        .iter()
+        .map(|e| e.event_type().as_str())
+        .collect();
+    assert!(!added.contains(&"compaction/end"), "{added:?}");
     writer.close().unwrap();
 }
 
@@ -209,6 +244,7 @@ fn a_streamed_resume_equals_the_resume_of_all_rows() {
     let dir = tempfile::tempdir().unwrap();
     let cuts = (1..=session.len()).filter(|cut| cut.abs_diff(start) <= 10 || cut % 23 == 0);
     let mut n_open_brackets = 0;
+    let mut resumed = Vec::new();
     for cut in cuts {
         let path = dir.path().join(format!("cut-{cut}.v3.jsonl"));
         write_log(&path, session.header(), &session.events()[..cut]).unwrap();
@@ -233,6 +269,13 @@ fn a_streamed_resume_equals_the_resume_of_all_rows() {
         if types_from(&held.session, cut).first().map(String::as_str) == Some("compaction/end") {
             n_open_brackets += 1;
         }
+        resumed.push((format!("cut-{cut}"), held.session));
     }
     assert!(n_open_brackets > 0, "some cut leaves the bracket open");
+    // Every resume, whatever the cut, is a log upstream accepts.
+    let labelled: Vec<(&str, &Session)> = resumed
+        .iter()
+        .map(|(label, session)| (label.as_str(), session))
+        .collect();
+    assert_sessions_accepted(&labelled);
 }

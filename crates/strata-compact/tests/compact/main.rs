@@ -27,3 +27,6 @@ mod prune;
 
 /// The trigger policy drivers through in-memory and durable hosts.
 mod drivers;
+
+/// Upstream's released V3 format layer accepts what the writers here write.
+mod upstream;

@@ -2,9 +2,11 @@
 
 use serde_json::json;
 use strata_compact::{Pruner, PrunerConfig, MARKER};
-use strata_core::{payload, Candidate, SurfaceIntent};
+use strata_core::{payload, Candidate, SeedOptions, Session, SurfaceIntent};
 
-use crate::common::{append_prompt, append_step, end_step, fresh_session, last_time, messages};
+use crate::common::{
+    append_prompt, append_step, end_step, fresh_session, last_time, messages, open_turn, synth,
+};
 
 #[test]
 fn an_oversized_result_is_rewritten_in_place_with_an_audit_event() {
@@ -106,4 +108,44 @@ fn later_passes_see_only_new_results() {
     let second = pruner.plan(&session);
     assert_eq!(second.results.len(), 1);
     assert_ne!(second.results[0].seq, first.results[0].seq);
+}
+
+/// Issue 22 (defects found by hostile probes): text a lone UTF-16 surrogate is part of, in the
+/// head a pruned result keeps, is copied into the rewrite spelled as `JSON.stringify` does (it
+/// was read as `null` and dropped).
+#[test]
+fn a_pruned_result_keeps_a_lone_surrogate_in_its_head() {
+    let generated = synth(600, 3, 0, 0.0, 5_000);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.v3.jsonl");
+    strata_store::write_log(&path, generated.header(), generated.events()).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut edited = false;
+    let lines: Vec<String> = text
+        .lines()
+        .map(|line| {
+            if !edited && line.contains(r#""type":"tool/result""#) {
+                edited = true;
+                line.replacen(r#""text":""#, r#""text":"A\ud800B "#, 1)
+            } else {
+                line.to_owned()
+            }
+        })
+        .collect();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let stored = strata_store::read_log(&path).unwrap();
+    let mut session =
+        Session::restore(stored.header, stored.events, SeedOptions::default()).unwrap();
+    open_turn(&mut session);
+    let first = session.len();
+    let pruner = Pruner::new(PrunerConfig::default()).unwrap();
+    let plan = pruner.plan_in_turn(&session).unwrap();
+    let time = last_time(&session);
+    session.append_batch(plan.candidates, time).unwrap();
+    let mut written = Vec::new();
+    for event in &session.events()[first..] {
+        strata_store::encode_event_line(event, &mut written);
+    }
+    let written = String::from_utf8(written).unwrap();
+    assert!(written.contains(r#""text":"A\ud800B "#), "{written}");
 }

@@ -5,22 +5,23 @@ use proptest::prelude::*;
 use super::*;
 use crate::synth::{generate_loaded, parsed_seqs, SynthConfig};
 
-/// The closers a lenient scan of every event from seq 0 finds: what `open_turn_closers`
-/// computed before it started at the last turn boundary.
+/// The closers a lenient scan of every event from seq 0 finds, following the compaction
+/// bracket forward: what `open_turn_closers` computes from the last turn boundary and the
+/// newest bracket event.
 fn scanned_from_the_start(events: &[Arc<Event>], cause: CloseCause) -> Closers {
     let mut scan = TurnScan::new(ScanMode::Lenient);
+    let mut bracket: Option<&Event> = None;
     for event in events {
         observe_event(&mut scan, event);
+        if is_bracket_event(event) {
+            bracket = is_compaction_start(event).then_some(&**event);
+        }
     }
     let (first_seq, time) = match events.last() {
         Some(last) => (last.seq.next(), last.time),
         None => (Seq::ZERO, 0),
     };
-    Closers {
-        candidates: scan.closers(first_seq, cause),
-        first_seq,
-        time,
-    }
+    closers_of(bracket, scan, first_seq, time, cause)
 }
 
 proptest! {
@@ -49,6 +50,45 @@ proptest! {
             scanned_from_the_start(prefix, cause)
         );
     }
+}
+
+/// A cut inside a compaction bracket closes the bracket first, with the start's id and owner
+/// turn, then the turn; the closers' seqs follow on.
+#[test]
+fn a_cut_inside_a_compaction_bracket_closes_it_before_the_turn() {
+    let session = generate_loaded(&SynthConfig {
+        events: 400,
+        compact_every: 2,
+        ..SynthConfig::default()
+    })
+    .unwrap();
+    let events = session.events();
+    let start = events
+        .iter()
+        .position(|event| is_compaction_start(event))
+        .unwrap();
+    for cut in [start + 1, start + 2, start + 3] {
+        let closers = open_turn_closers(&events[..cut], CloseCause::Interrupted);
+        let kinds: Vec<&str> = closers
+            .candidates
+            .iter()
+            .map(|candidate| candidate.event_type.as_str())
+            .collect();
+        assert_eq!(kinds, [COMPACTION_END, "turn/end"], "cut {cut}");
+        let start_data = events[start].data();
+        let end = &closers.candidates[0].data;
+        assert_eq!(end["compactionId"], start_data["compactionId"]);
+        assert_eq!(end["turn"], start_data["turn"]);
+        assert_eq!(end["error"], "interrupted");
+        assert_eq!(closers.candidates[1].data["turn"], start_data["turn"]);
+    }
+    // Past the bracket's end nothing of it is closed.
+    let end = start + 4;
+    assert_eq!(events[end - 1].event_type().as_str(), COMPACTION_END);
+    assert!(open_turn_closers(&events[..end], CloseCause::Interrupted)
+        .candidates
+        .iter()
+        .all(|candidate| candidate.event_type.as_str() != COMPACTION_END));
 }
 
 #[test]
