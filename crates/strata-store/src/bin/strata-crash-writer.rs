@@ -1,7 +1,10 @@
 //! Crash-test helper: appends synthetic turns to one session in random batches forever,
-//! printing `ack <last seq>` after each append returns (so the batch is durable), until it is
-//! killed. The crash test SIGKILLs it at random moments and checks that every acknowledged
-//! event survived and the log validates.
+//! printing `ack <seq> <line>` for every event of a batch once its append returns (so the batch
+//! is durable), until it is killed. `<line>` is the event's canonical V3 JSONL line
+//! ([`strata_store::encode_event_line`], `\n` included): exactly the bytes a JSONL store wrote,
+//! and what a SQL store's row must serialize back to. The crash test SIGKILLs the writer at
+//! random moments and checks that every acknowledged event survived byte for byte and the log
+//! validates.
 //!
 //! Usage: `strata-crash-writer <raw|zstd|sqlite|postgres> <path or postgres://address>
 //! <session-id> [text-len]`
@@ -16,8 +19,8 @@ use std::process::ExitCode;
 use strata_core::{HeaderSpec, SessionHeader};
 use strata_store::synth::turn_candidates;
 use strata_store::{
-    Compression, JsonlBackend, JsonlConfig, PostgresBackend, SessionWriter, SqliteBackend, Store,
-    StoreError,
+    encode_event_line, Compression, JsonlBackend, JsonlConfig, PostgresBackend, SessionWriter,
+    SqliteBackend, Store, StoreError,
 };
 
 fn main() -> ExitCode {
@@ -77,10 +80,14 @@ fn run(kind: &str, path: PathBuf, id: &str, text_len: usize) -> Result<(), Strin
             let events = writer
                 .append(batch, 1_700_000_000_000 + next as i64)
                 .map_err(|e| e.to_string())?;
-            if let Some(last) = events.last() {
-                writeln!(stdout, "ack {}", last.seq().get()).map_err(|e| e.to_string())?;
-                stdout.flush().map_err(|e| e.to_string())?;
+            // Reported only now that the append returned: every byte below was acknowledged.
+            let mut report = Vec::new();
+            for event in &events {
+                write!(report, "ack {} ", event.seq().get()).map_err(|e| e.to_string())?;
+                encode_event_line(event, &mut report);
             }
+            stdout.write_all(&report).map_err(|e| e.to_string())?;
+            stdout.flush().map_err(|e| e.to_string())?;
         }
     }
 }
