@@ -42,6 +42,7 @@ use crate::layout::{
 use crate::lines::DEFAULT_MAX_RECORD_LEN;
 use crate::lock::{SessionLock, LOCK_FILE_NAME};
 use crate::memory::sort_newest_first;
+use crate::powerloss::note;
 use crate::store::ensure_read_to_end;
 use crate::store::{
     Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream, StoredLog, TornInfo,
@@ -289,6 +290,7 @@ impl JsonlBackend {
         let next_seq = stream.next_seq();
         let torn = stream.torn();
         let file = open_rw(&found.file)?;
+        sync_what_was_read(&file, &found.file, &found.dir)?;
         let mut size = file
             .metadata()
             .map_err(|source| StoreError::io("stat", &found.file, source))?
@@ -309,18 +311,33 @@ impl JsonlBackend {
                 None => Vec::new(),
             };
             file.set_len(torn.offset)
-                .and_then(|()| file.sync_all())
+                .and_then(|()| {
+                    note!(SetLen {
+                        path: found.file.clone(),
+                        len: torn.offset
+                    });
+                    file.sync_all()
+                })
                 .map_err(|source| StoreError::io("truncate torn tail of", &found.file, source))?;
+            note!(Sync(found.file.clone()));
             size = torn.offset;
             if let (Some(compressor), false) = (&mut compressor, recovered.is_empty()) {
                 let frame = compressor
                     .frame(&recovered)
                     .map_err(|source| StoreError::io("compress", &found.file, source))?;
                 file.write_all_at(&frame, size)
-                    .and_then(|()| file.sync_data())
+                    .and_then(|()| {
+                        note!(Write {
+                            path: found.file.clone(),
+                            offset: size,
+                            bytes: frame.clone()
+                        });
+                        file.sync_data()
+                    })
                     .map_err(|source| {
                         StoreError::io("re-append recovered records to", &found.file, source)
                     })?;
+                note!(Sync(found.file.clone()));
                 size += frame.len() as u64;
             }
         }
@@ -591,10 +608,14 @@ impl LogAppender for JsonlAppender {
             }
             None => batch.jsonl,
         };
-        let written = self
-            .file
-            .write_all_at(bytes, self.size)
-            .and_then(|()| self.file.sync_data());
+        let written = self.file.write_all_at(bytes, self.size).and_then(|()| {
+            note!(Write {
+                path: self.path.clone(),
+                offset: self.size,
+                bytes: bytes.to_vec()
+            });
+            self.file.sync_data()
+        });
         if let Err(write) = written {
             // Leave the file as it was, durably, before reporting (persistence §10 item 6).
             return Err(
@@ -603,7 +624,14 @@ impl LogAppender for JsonlAppender {
                     .set_len(self.size)
                     .and_then(|()| self.file.sync_all())
                 {
-                    Ok(()) => StoreError::io("append to", &self.path, write),
+                    Ok(()) => {
+                        note!(SetLen {
+                            path: self.path.clone(),
+                            len: self.size
+                        });
+                        note!(Sync(self.path.clone()));
+                        StoreError::io("append to", &self.path, write)
+                    }
                     Err(rollback) => StoreError::RollbackFailed {
                         path: self.path.clone(),
                         size: self.size,
@@ -613,6 +641,7 @@ impl LogAppender for JsonlAppender {
                 },
             );
         }
+        note!(Sync(self.path.clone()));
         self.size += bytes.len() as u64;
         self.next_seq += batch.events.len() as u64;
         Ok(())
@@ -1252,29 +1281,52 @@ fn tail_of_frames(
 
 /// Creates a directory (mode 0700) if missing and makes its name durable in its parent.
 fn create_dir_durable(dir: &Path) -> Result<(), StoreError> {
-    if dir.is_dir() {
-        return Ok(());
-    }
-    if let Some(parent) = dir.parent() {
-        if !parent.as_os_str().is_empty() {
+    let parent = dir.parent().filter(|parent| !parent.as_os_str().is_empty());
+    if !dir.is_dir() {
+        if let Some(parent) = parent.filter(|parent| !parent.is_dir()) {
             create_dir_durable(parent)?;
         }
+        match DirBuilder::new().mode(0o700).create(dir) {
+            Ok(()) => {
+                note!(Mkdir(dir.to_path_buf()));
+            }
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(source) => return Err(StoreError::io("create directory", dir, source)),
+        }
     }
-    match DirBuilder::new().mode(0o700).create(dir) {
-        Ok(()) => {}
-        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
-        Err(source) => return Err(StoreError::io("create directory", dir, source)),
+    // Synced into its parent even when it was there already: a create killed between making
+    // it and this sync left a name a power cut may still take away, with the log published
+    // under it (found by the power-loss model, issue 26).
+    match parent {
+        Some(parent) => fsync_dir(parent),
+        None => Ok(()),
     }
-    match dir.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => fsync_dir(parent),
-        _ => Ok(()),
+}
+
+/// Makes what an open for writing read durable before it reports it: the log's bytes (a
+/// writer killed between its write and its fsync left complete records only in the page
+/// cache) and the names on the way to it, the log's directory up to the root's parent (a
+/// create killed before its directory syncs left names a power cut may still take away).
+/// Without this, the events the open reports durable could vanish in a power cut, and a
+/// later write could reach the disk before an earlier unsynced one, leaving a hole of zeros
+/// inside the log (both found by the power-loss model, issue 26).
+fn sync_what_was_read(file: &File, path: &Path, session_dir: &Path) -> Result<(), StoreError> {
+    file.sync_all()
+        .map_err(|source| StoreError::io("fsync", path, source))?;
+    note!(Sync(path.to_path_buf()));
+    // The session's directory, its project directory, the root and the root's parent.
+    for dir in session_dir.ancestors().take(4) {
+        fsync_dir(crate::temp::dir_of(&dir.join("log")))?;
     }
+    Ok(())
 }
 
 fn fsync_dir(dir: &Path) -> Result<(), StoreError> {
     File::open(dir)
         .and_then(|handle| handle.sync_all())
-        .map_err(|source| StoreError::io("fsync directory", dir, source))
+        .map_err(|source| StoreError::io("fsync directory", dir, source))?;
+    note!(SyncDir(dir.to_path_buf()));
+    Ok(())
 }
 
 fn open_rw(path: &Path) -> Result<File, StoreError> {
@@ -1319,10 +1371,21 @@ fn publish_new(
         file.sync_all()?;
         Ok(len)
     })();
+    note!(Write {
+        path: temp.path().to_path_buf(),
+        offset: 0,
+        bytes: fs::read(temp.path()).unwrap_or_default()
+    });
+    note!(Sync(temp.path().to_path_buf()));
     // On a failure, dropping `temp` removes its name.
     let len =
         written.map_err(|source| PublishError::Io(StoreError::io("write", temp.path(), source)))?;
     let linked = fs::hard_link(temp.path(), path);
+    // (The model ignores a link that failed: its name was taken.)
+    note!(Link {
+        from: temp.path().to_path_buf(),
+        to: path.to_path_buf()
+    });
     drop(temp);
     match linked {
         Ok(()) => {}

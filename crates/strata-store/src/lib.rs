@@ -83,6 +83,7 @@ mod lines;
 mod lock;
 mod memory;
 mod postgres;
+mod powerloss;
 mod prefault;
 mod ranges;
 mod resume;

@@ -72,6 +72,7 @@ impl TempFile {
                 Err(error) if error.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(error) => return Err(error),
             };
+            crate::powerloss::note!(Create(path.clone()));
             if let Some(temp) = TempFile::claim(path, file)? {
                 return Ok(temp);
             }
@@ -111,6 +112,8 @@ impl Drop for TempFile {
         // After a publish the name is a second link to the published file: removing it leaves
         // the published name alone. The lock goes when the descriptor closes, after this.
         let _ = fs::remove_file(&self.path);
+        // (The model ignores the unlink of a name a sweep already removed.)
+        crate::powerloss::note!(Unlink(self.path.clone()));
     }
 }
 
@@ -146,6 +149,7 @@ pub(crate) fn sweep(target: &Path) -> usize {
             continue;
         }
         if names_file(&path, &file) && fs::remove_file(&path).is_ok() {
+            crate::powerloss::note!(Unlink(path.clone()));
             n_removed += 1;
         }
         // Dropping `file` releases the lock, after the name is gone.
