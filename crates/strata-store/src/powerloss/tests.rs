@@ -792,6 +792,11 @@ fn header() -> SessionHeader {
 
 /// The candidates of the next turn (its first `n` when given, leaving it open).
 fn turn(writer: &SessionWriter, n: Option<usize>) -> Vec<Candidate> {
+    turn_of(writer, n, 60)
+}
+
+/// [`turn`] with texts of about `text_len` bytes.
+fn turn_of(writer: &SessionWriter, n: Option<usize>, text_len: usize) -> Vec<Candidate> {
     let (turn, next) = writer.with_session(|session| {
         let turns = session
             .latest(&strata_core::EventType::TurnStart)
@@ -799,7 +804,7 @@ fn turn(writer: &SessionWriter, n: Option<usize>) -> Vec<Candidate> {
             .unwrap_or(0);
         (turns + 1, session.len() as u64)
     });
-    let candidates = turn_candidates(turn, next, 60);
+    let candidates = turn_candidates(turn, next, text_len);
     match n {
         Some(n) => candidates.into_iter().take(n).collect(),
         None => candidates,
@@ -899,6 +904,66 @@ fn open_after_a_killed_create(compression: Compression) -> Explored {
     scenario.finish()
 }
 
+/// A zstd append of several blocks killed mid-write: the reopen cuts the torn frame and
+/// re-appends the records of its complete blocks as a fresh frame (two synced steps).
+fn torn_frame_recovery() -> Explored {
+    let scenario = Scenario::new("torn frame recovery", Compression::Zstd);
+    let writer = scenario.create();
+    let batch = turn(&writer, None);
+    scenario.append(&writer, batch);
+    // Five user messages of 60 KB of incompressible text: a frame of several 128 KiB blocks.
+    let mut rng = Rng(0xB10C_5EED);
+    let batch = (0..5)
+        .map(|index| {
+            let text: String = (0..60_000)
+                .map(|_| char::from(b'a' + rng.below(26) as u8))
+                .collect();
+            let message = strata_core::payload::UserMessage {
+                message: strata_core::payload::user_text_message(&format!("m{index}"), &text),
+            };
+            Candidate::surface(message, strata_core::SurfaceIntent::append())
+        })
+        .collect();
+    scenario.killed_append(writer, batch, Some(0.8));
+    let torn = scenario.store().read(ID).expect("read").torn;
+    assert!(
+        torn.is_some_and(|torn| torn.n_recovered > 0),
+        "the torn frame holds complete records: {torn:?}"
+    );
+    let writer = scenario.reopen();
+    let batch = turn(&writer, None);
+    scenario.append(&writer, batch);
+    writer.close().expect("close");
+    scenario.finish()
+}
+
+/// An import (a whole log published at once: temp file, fsync, link, directory fsync), then
+/// a reopen and an append.
+fn import(compression: Compression) -> Explored {
+    let side = tempfile::tempdir().expect("a temporary directory");
+    let source = Scenario::store_at(side.path(), compression);
+    let writer = source.create(header()).expect("create");
+    for _ in 0..3 {
+        writer.append(turn(&writer, None), 1_000).expect("append");
+    }
+    writer.close().expect("close");
+    let log = source.read(ID).expect("read");
+    let scenario = Scenario::new("import", compression);
+    scenario
+        .store()
+        .import(log.header, log.events)
+        .expect("import");
+    journal::ack(
+        &scenario.dir,
+        loaded_lines(&scenario.store()).expect("the imported log"),
+    );
+    let writer = scenario.reopen();
+    let batch = turn(&writer, None);
+    scenario.append(&writer, batch);
+    writer.close().expect("close");
+    scenario.finish()
+}
+
 #[test]
 fn power_cuts_during_appends_keep_every_acknowledged_event() {
     for compression in [Compression::None, Compression::Zstd] {
@@ -924,5 +989,17 @@ fn power_cuts_after_a_create_that_follows_a_killed_create_keep_the_log() {
 fn power_cuts_after_an_open_that_follows_a_killed_create_keep_the_log() {
     for compression in [Compression::None, Compression::Zstd] {
         open_after_a_killed_create(compression);
+    }
+}
+
+#[test]
+fn power_cuts_around_a_torn_zstd_frame_recovery_keep_every_acknowledged_event() {
+    torn_frame_recovery();
+}
+
+#[test]
+fn power_cuts_during_an_import_and_after_it_keep_the_log() {
+    for compression in [Compression::None, Compression::Zstd] {
+        import(compression);
     }
 }
