@@ -28,7 +28,10 @@
 //! from the journal (and, for a kill mid-write, cuts both the write and the file). The store
 //! goes on from the file the kill left, as a real reopen would.
 //!
-//! `STRATA_POWERLOSS_STATES` caps the images explored per crash point (default 64).
+//! `STRATA_POWERLOSS_STATES` caps the images explored per crash point (default 64) and sets
+//! how densely a long write is torn (at half that many evenly spread bytes, besides its ends
+//! and line ends; every byte once that covers it); `scripts/powerloss.sh` runs a larger
+//! exploration and reports the counts.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::hash::{Hash, Hasher};
@@ -249,10 +252,10 @@ fn image_of(
 }
 
 /// Where a write may be torn: every byte of a short write; of a longer one, its first and last
-/// bytes, around every line end, and evenly spread points.
-fn tear_points(bytes: &[u8]) -> Vec<usize> {
+/// bytes, around every line end, and `spread` evenly spread points.
+fn tear_points(bytes: &[u8], spread: usize) -> Vec<usize> {
     let n = bytes.len();
-    if n <= 64 {
+    if n <= 64.max(spread) {
         return (0..n).collect();
     }
     let mut points: BTreeSet<usize> = (0..8).chain(n - 8..n).collect();
@@ -263,7 +266,7 @@ fn tear_points(bytes: &[u8]) -> Vec<usize> {
                 .filter(|&at| at < n),
         );
     }
-    points.extend((0..n).step_by((n / 40).max(1)));
+    points.extend((0..n).step_by((n / spread.max(1)).max(1)));
     points.into_iter().collect()
 }
 
@@ -303,7 +306,7 @@ fn data_options(inode: &Inode) -> Vec<Vec<u8>> {
         push(apply(None));
         for (index, data) in chosen.iter().enumerate() {
             if let Data::Write { bytes, .. } = data {
-                for cut in tear_points(bytes) {
+                for cut in tear_points(bytes, states_per_point() / 2) {
                     push(apply(Some((index, cut))));
                 }
             }
