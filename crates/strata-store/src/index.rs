@@ -128,6 +128,8 @@ impl OffsetIndex {
             .mode(0o600)
             .open(path)
             .map_err(|source| StoreError::io("open", path, source))?;
+        // (The model creates only a missing file.)
+        crate::powerloss::note!(Create(path.to_path_buf()));
         let reopened = file
             .try_clone()
             .map_err(|source| StoreError::io("open", path, source))?;
@@ -137,6 +139,15 @@ impl OffsetIndex {
         file.set_len(0)
             .and_then(|()| file.write_all_at(&identity.header(), 0))
             .map_err(|source| StoreError::io("write", path, source))?;
+        crate::powerloss::note!(SetLen {
+            path: path.to_path_buf(),
+            len: 0
+        });
+        crate::powerloss::note!(Write {
+            path: path.to_path_buf(),
+            offset: 0,
+            bytes: identity.header().to_vec()
+        });
         Ok(OffsetIndex {
             path: path.to_path_buf(),
             file,
@@ -217,10 +228,19 @@ impl OffsetIndex {
         self.file
             .write_all_at(&bytes, HEADER_LEN + first_seq * ENTRY_LEN)
             .map_err(|source| StoreError::io("write", &self.path, source))?;
+        crate::powerloss::note!(Write {
+            path: self.path.clone(),
+            offset: HEADER_LEN + first_seq * ENTRY_LEN,
+            bytes: bytes.clone()
+        });
         if end < self.n_entries {
             self.file
                 .set_len(HEADER_LEN + end * ENTRY_LEN)
                 .map_err(|source| StoreError::io("truncate", &self.path, source))?;
+            crate::powerloss::note!(SetLen {
+                path: self.path.clone(),
+                len: HEADER_LEN + end * ENTRY_LEN
+            });
         }
         self.n_entries = end;
         Ok(())

@@ -13,9 +13,8 @@
 //! through, so the store keeps calling `std::fs` directly and the model can never change what
 //! the store does. What it cannot see it cannot replay: the model checks that replaying the
 //! whole journal rebuilds the store's files byte for byte, so a write left un-noted fails the
-//! test. Sidecars (offset index, checkpoint) are caches written without a sync and are not
-//! noted; the images the model builds have none, a state every open must handle (docs/format.md
-//! §5a).
+//! test. Sidecars (offset index, checkpoint) are noted too: they are caches written without a
+//! sync, so the model leaves any subset of their writes in an image (docs/format.md §5a).
 
 /// Notes a file operation (a `journal::Op` variant, without its path) for the power-loss
 /// model; nothing outside `cfg(test)`.
@@ -37,7 +36,8 @@ pub(crate) mod journal {
     /// One file operation, with everything the model needs to replay it.
     #[derive(Debug, Clone, PartialEq, Eq)]
     pub(crate) enum Op {
-        /// A new, empty file (its name is a directory entry of its parent).
+        /// A new, empty file, unless one has the name (its name is a directory entry of its
+        /// parent).
         Create(PathBuf),
         /// Bytes written at an offset.
         Write {
@@ -53,6 +53,8 @@ pub(crate) mod journal {
         Link { from: PathBuf, to: PathBuf },
         /// A name removed.
         Unlink(PathBuf),
+        /// A name moved over another in the same directory, atomically.
+        Rename { from: PathBuf, to: PathBuf },
         /// A new directory (an entry of its parent).
         Mkdir(PathBuf),
         /// `fsync` of a directory: its entries are durable.
@@ -71,7 +73,7 @@ pub(crate) mod journal {
                 | Op::Unlink(path)
                 | Op::Mkdir(path)
                 | Op::SyncDir(path) => Some(path),
-                Op::Link { to, .. } => Some(to),
+                Op::Link { to, .. } | Op::Rename { to, .. } => Some(to),
                 Op::Ack(_) => None,
             }
         }

@@ -753,6 +753,7 @@ impl SidecarAppender {
             appender.file = None;
             // A stale checkpoint must not outlive the index it relies on.
             let _ = fs::remove_file(sidecar(log, CHECKPOINT_FILE_NAME));
+            crate::powerloss::note!(Unlink(sidecar(log, CHECKPOINT_FILE_NAME)));
         }
         appender
     }
@@ -920,8 +921,25 @@ impl LogAppender for SidecarAppender {
         let path = sidecar(&self.log, CHECKPOINT_FILE_NAME);
         let temp = sidecar(&self.log, "session.v3.ckpt.tmp");
         fs::write(&temp, &record)
-            .and_then(|()| fs::rename(&temp, &path))
-            .map_err(|source| StoreError::io("write checkpoint", &path, source))
+            .and_then(|()| {
+                crate::powerloss::note!(Create(temp.clone()));
+                crate::powerloss::note!(SetLen {
+                    path: temp.clone(),
+                    len: 0
+                });
+                crate::powerloss::note!(Write {
+                    path: temp.clone(),
+                    offset: 0,
+                    bytes: record.clone()
+                });
+                fs::rename(&temp, &path)
+            })
+            .map_err(|source| StoreError::io("write checkpoint", &path, source))?;
+        crate::powerloss::note!(Rename {
+            from: temp,
+            to: path
+        });
+        Ok(())
     }
 }
 
@@ -929,6 +947,7 @@ impl LogAppender for SidecarAppender {
 pub fn remove_sidecars(log: &Path) -> Result<(), StoreError> {
     for name in [CHECKPOINT_FILE_NAME, INDEX_FILE_NAME] {
         let path = sidecar(log, name);
+        crate::powerloss::note!(Unlink(path.clone()));
         match fs::remove_file(&path) {
             Ok(()) => {}
             Err(error) if error.kind() == io::ErrorKind::NotFound => {}

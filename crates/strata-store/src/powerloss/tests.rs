@@ -93,6 +93,9 @@ impl Data {
 
 #[derive(Clone, Debug, Default)]
 struct Inode {
+    /// Whether it is a log (torn densely; other files, sidecars and temporary files, are torn
+    /// once, in the middle of a write).
+    is_log: bool,
     durable: Vec<u8>,
     current: Vec<u8>,
     /// Data operations since the last sync, in order.
@@ -109,6 +112,11 @@ enum Entry {
 enum DirOp {
     Put(PathBuf, Entry),
     Remove(PathBuf),
+    /// `rename(2)`: the entry moves, replacing what `to` named, in one step.
+    Rename {
+        from: PathBuf,
+        to: PathBuf,
+    },
 }
 
 impl DirOp {
@@ -119,6 +127,11 @@ impl DirOp {
             }
             DirOp::Remove(path) => {
                 names.remove(path);
+            }
+            DirOp::Rename { from, to } => {
+                if let Some(entry) = names.remove(from) {
+                    names.insert(to.clone(), entry);
+                }
             }
         }
     }
@@ -165,8 +178,14 @@ impl Model {
     fn apply(&mut self, op: &Op) {
         match op {
             Op::Create(path) => {
-                self.inodes.push(Inode::default());
-                self.put(path, Entry::File(self.inodes.len() - 1));
+                if !self.current.contains_key(path) {
+                    let name = path.file_name().unwrap_or_default().to_string_lossy();
+                    self.inodes.push(Inode {
+                        is_log: name.ends_with(".jsonl") || name.ends_with(".jsonl.zstd"),
+                        ..Inode::default()
+                    });
+                    self.put(path, Entry::File(self.inodes.len() - 1));
+                }
             }
             Op::Write {
                 path,
@@ -206,6 +225,17 @@ impl Model {
                         .or_default()
                         .push(DirOp::Remove(path.clone()));
                 }
+            }
+            Op::Rename { from, to } => {
+                let rename = DirOp::Rename {
+                    from: from.clone(),
+                    to: to.clone(),
+                };
+                rename.apply(&mut self.current);
+                self.pending_dirs
+                    .entry(parent(to))
+                    .or_default()
+                    .push(rename);
             }
             Op::Mkdir(path) => {
                 self.made.insert(path.clone());
@@ -252,9 +282,13 @@ fn image_of(
 }
 
 /// Where a write may be torn: every byte of a short write; of a longer one, its first and last
-/// bytes, around every line end, and `spread` evenly spread points.
+/// bytes, around every line end, and `spread` evenly spread points (only its middle when
+/// `spread` is 0).
 fn tear_points(bytes: &[u8], spread: usize) -> Vec<usize> {
     let n = bytes.len();
+    if spread == 0 {
+        return vec![n / 2];
+    }
     if n <= 64.max(spread) {
         return (0..n).collect();
     }
@@ -306,7 +340,12 @@ fn data_options(inode: &Inode) -> Vec<Vec<u8>> {
         push(apply(None));
         for (index, data) in chosen.iter().enumerate() {
             if let Data::Write { bytes, .. } = data {
-                for cut in tear_points(bytes, states_per_point() / 2) {
+                let spread = if inode.is_log {
+                    states_per_point() / 2
+                } else {
+                    0
+                };
+                for cut in tear_points(bytes, spread) {
                     push(apply(Some((index, cut))));
                 }
             }
@@ -413,6 +452,8 @@ fn crash_images(model: &Model, cap: usize, rng: &mut Rng) -> Vec<Image> {
 struct Explored {
     n_points: usize,
     n_images: usize,
+    /// Images whose checkpoint a resumable open could use.
+    n_resumable: usize,
 }
 
 /// The event lines of a log file as stored (`\n` included, header left out): a raw log's
@@ -461,30 +502,23 @@ fn is_prefix(lines: &[Vec<u8>], of: &[Vec<u8>]) -> bool {
     lines.len() <= of.len() && lines == &of[..lines.len()]
 }
 
-/// Opens one image and checks the invariants of the module doc.
+/// Opens one image and checks the invariants of the module doc; `Ok(true)` when a resumable
+/// open could start from its checkpoint.
 fn check_image(
     scenario: &Scenario,
     image: &Image,
     acked: &[Vec<u8>],
     header_acked: bool,
     everything: &[Vec<u8>],
-) -> Result<(), String> {
-    let scratch = tempfile::tempdir_in(scratch_root()).map_err(|error| error.to_string())?;
-    for (path, content) in image {
-        let relative = path
-            .strip_prefix(&scenario.dir)
-            .map_err(|e| e.to_string())?;
-        let target = scratch.path().join(relative);
-        std::fs::create_dir_all(parent(&target)).map_err(|e| e.to_string())?;
-        std::fs::write(&target, content).map_err(|e| e.to_string())?;
-    }
-    let store = Scenario::store_at(&scratch.path().join("store"), scenario.compression);
-    let log = scenario.log_path_under(scratch.path());
+) -> Result<bool, String> {
+    materialize(&scenario.dir, image).map_err(|error| format!("materialize: {error}"))?;
+    let store = scenario.store();
+    let log = scenario.log_path();
     if !log.exists() {
         return if header_acked {
             Err("the acknowledged log is gone".into())
         } else {
-            Ok(())
+            Ok(false)
         };
     }
     let bytes = std::fs::read(&log).map_err(|e| e.to_string())?;
@@ -511,6 +545,12 @@ fn check_image(
             everything.first().map(|l| String::from_utf8_lossy(l).into_owned()),
         ));
     }
+    let resumable = store
+        .backend()
+        .scan_resumable(ID)
+        .map_err(|error| format!("resumable scan: {error}"))?
+        .resume_point()
+        .is_some();
     let writer = store
         .open_write(ID)
         .map_err(|error| format!("open for writing: {error}"))?;
@@ -526,10 +566,39 @@ fn check_image(
         return Err("a second open added events".into());
     }
     again.close().map_err(|error| format!("close: {error}"))?;
+    Ok(resumable)
+}
+
+/// Makes the files under `dir` the image (the lock file aside), writing each file in place: a
+/// file keeps its inode (one an image lacks waits in `dir/.stash` for the next image that
+/// has it), so the sidecars' evidence of the log's identity (device and inode) still holds
+/// and an open may resume from them, as it would on the machine that lost power.
+fn materialize(dir: &Path, image: &Image) -> std::io::Result<()> {
+    let stash = dir.join(STASH);
+    std::fs::create_dir_all(&stash)?;
+    let stashed = |path: &Path| stash.join(path.to_string_lossy().replace('/', "%"));
+    for path in real_files(dir).into_keys() {
+        if !image.contains_key(&path) {
+            std::fs::rename(&path, stashed(&path))?;
+        }
+    }
+    for (path, content) in image {
+        std::fs::create_dir_all(parent(path))?;
+        if !path.exists() && stashed(path).exists() {
+            std::fs::rename(stashed(path), path)?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        std::os::unix::fs::FileExt::write_all_at(&file, content, 0)?;
+        file.set_len(content.len() as u64)?;
+    }
     Ok(())
 }
 
-/// Images are written to memory when the machine has a tmpfs there (their fsyncs are free).
+/// Scenarios run in memory when the machine has a tmpfs there (their fsyncs are free).
 fn scratch_root() -> PathBuf {
     let shm = Path::new("/dev/shm");
     if shm.is_dir() {
@@ -584,16 +653,15 @@ fn explore(scenario: Scenario, ops: Vec<Op>) -> Explored {
                 continue;
             }
             explored.n_images += 1;
-            if let Err(problem) =
-                check_image(&scenario, &image, &model.acked, header_acked, &everything)
-            {
-                panic!(
+            match check_image(&scenario, &image, &model.acked, header_acked, &everything) {
+                Ok(resumable) => explored.n_resumable += usize::from(resumable),
+                Err(problem) => panic!(
                     "{}: a power cut after journal op {op_idx} ({}) leaves an image that breaks \
                      the log: {problem}\nimage: {}",
                     scenario.name,
                     describe(op),
                     describe_image(&image, &scenario.dir)
-                );
+                ),
             }
         }
     }
@@ -630,7 +698,10 @@ fn describe_image(image: &Image, dir: &Path) -> String {
         .join(", ")
 }
 
-/// The store's files under `dir`, except the lock file and the sidecars (not modelled).
+/// Where [`materialize`] keeps the files an image lacks.
+const STASH: &str = ".stash";
+
+/// The store's files under `dir`, except the lock file (not modelled: it holds no data).
 fn real_files(dir: &Path) -> Image {
     let mut files = Image::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -638,14 +709,13 @@ fn real_files(dir: &Path) -> Image {
         for entry in std::fs::read_dir(&at).into_iter().flatten().flatten() {
             let path = entry.path();
             if path.is_dir() {
-                stack.push(path);
+                if entry.file_name() != STASH {
+                    stack.push(path);
+                }
                 continue;
             }
             let name = entry.file_name().to_string_lossy().into_owned();
-            let sidecar = name == crate::lock::LOCK_FILE_NAME
-                || name.starts_with(crate::resume::CHECKPOINT_FILE_NAME)
-                || name == crate::index::INDEX_FILE_NAME;
-            if !sidecar {
+            if name != crate::lock::LOCK_FILE_NAME {
                 files.insert(path.clone(), std::fs::read(&path).unwrap_or_default());
             }
         }
@@ -666,7 +736,7 @@ struct Scenario {
 
 impl Scenario {
     fn new(name: &str, compression: Compression) -> Scenario {
-        let guard = tempfile::tempdir().expect("a temporary directory");
+        let guard = tempfile::tempdir_in(scratch_root()).expect("a temporary directory");
         let dir = guard.path().to_path_buf();
         journal::start(&dir);
         Scenario {
@@ -772,8 +842,9 @@ impl Scenario {
         let name = self.name.clone();
         let explored = explore(self, ops);
         eprintln!(
-            "power-loss model: {name}: {} crash points, {} distinct images opened",
-            explored.n_points, explored.n_images
+            "power-loss model: {name}: {} crash points, {} distinct images opened \
+             ({} resumable from their checkpoint)",
+            explored.n_points, explored.n_images, explored.n_resumable
         );
         assert!(
             explored.n_images > explored.n_points / 2,
