@@ -9,7 +9,13 @@
 //!   a sync epoch), each write whole or torn at any byte — one torn write per image;
 //! - a directory entry (a created file, a link, an unlink, a new directory) is durable once its
 //!   directory is synced; of the entries since, any subset;
-//! - a file whose name is not durable, or under a directory that is not, is gone.
+//! - a file whose name is not durable, or under a directory that is not, is gone;
+//! - the sidecars (offset index, checkpoint) are never synced, so any subset of their writes,
+//!   and of the checkpoint's renames, may be there.
+//!
+//! Images are built in place, each file keeping its inode (the sidecars name the log's), so an
+//! open resumes from a checkpoint wherever the image holds a usable one; each scenario reports
+//! how many did.
 //!
 //! Invariants checked on every image:
 //! - when a log was acknowledged (create returned), it opens; every event acknowledged before
