@@ -1314,9 +1314,22 @@ fn sync_what_was_read(file: &File, path: &Path, session_dir: &Path) -> Result<()
     file.sync_all()
         .map_err(|source| StoreError::io("fsync", path, source))?;
     note!(Sync(path.to_path_buf()));
-    // The session's directory, its project directory, the root and the root's parent.
+    // The session's directory, its project directory, the root and the root's parent (`.`
+    // for a bare relative root). A directory this process may not open for reading (a parent
+    // with mode 0711) was there before any of this store's writers, and is skipped.
     for dir in session_dir.ancestors().take(4) {
-        fsync_dir(crate::temp::dir_of(&dir.join("log")))?;
+        let dir = if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        };
+        match File::open(dir).and_then(|handle| handle.sync_all()) {
+            Ok(()) => {
+                note!(SyncDir(dir.to_path_buf()));
+            }
+            Err(error) if error.kind() == io::ErrorKind::PermissionDenied => {}
+            Err(source) => return Err(StoreError::io("fsync directory", dir, source)),
+        }
     }
     Ok(())
 }
