@@ -139,6 +139,122 @@ rules! {
     /// v0/v1 only: a row upstream 0.1.0-rc.8 fails on with a JavaScript `TypeError` (a `null`
     /// row); reproduced with upstream's text because it decides which failure is reported.
     InternalTypeError => "internal-type-error",
+    /// P12: an event upstream's relationship pass reads has an object `data`. (docs/rules.md)
+    DataNotJsonObject => "P12",
+    /// R1: `turn/start` opens the next turn, with no turn open. (docs/rules.md)
+    TurnStartNumber => "R1",
+    /// R2: `turn/end` closes the open turn. (docs/rules.md)
+    TurnEndUnmatched => "R2",
+    /// R3: `turn/end` leaves no advertised tool call unresolved. (docs/rules.md)
+    TurnEndUnresolvedCall => "R3",
+    /// R4: `turn/end` with a step still open. (docs/rules.md)
+    TurnEndCrossesStep => "R4",
+    /// R5: `step/start` opens the next step of the open turn. (docs/rules.md)
+    StepStartNumber => "R5",
+    /// R6: `step/end` closes the open step. (docs/rules.md)
+    StepEndUnmatched => "R6",
+    /// R7: `step/end` leaves no advertised tool call unresolved. (docs/rules.md)
+    StepEndUnresolvedCall => "R7",
+    /// R8: `assistant/message` lies in the open step. (docs/rules.md)
+    AssistantOutsideStep => "R8",
+    /// R9: `assistant/attempt` lies in the open step. (docs/rules.md)
+    AttemptOutsideStep => "R9",
+    /// R10: a `tool-call` block id is new within the step. (docs/rules.md)
+    AssistantRepeatsCall => "R10",
+    /// R11: `tool/call` lies in the open step. (docs/rules.md)
+    ToolCallOutsideStep => "R11",
+    /// R12: `tool/call` matches one advertised, unstarted call. (docs/rules.md)
+    ToolCallUnadvertised => "R12",
+    /// R13: a `tool/result` append lies in the open step. (docs/rules.md)
+    ToolResultOutsideStep => "R13",
+    /// R14: a `tool/result` settles a call advertised in the step. (docs/rules.md)
+    ToolResultUnadvertised => "R14",
+    /// R15: a result of a call never started is the exact TOOL_NOT_STARTED repair. (docs/rules.md)
+    ToolResultNotRepair => "R15",
+    /// R16: a `tool/result` replacement lies in an open turn. (docs/rules.md)
+    ToolResultReplaceOutsideTurn => "R16",
+    /// R17: `request/header` lies in an open turn. (docs/rules.md)
+    RequestHeaderOutsideTurn => "R17",
+    /// R18: `request/context` lies in an open turn. (docs/rules.md)
+    RequestContextOutsideTurn => "R18",
+    /// R19: `llm/retry` matches the current turn and step. (docs/rules.md)
+    RetryOutsideStep => "R19",
+    /// R20: `llm/retry` names the open request provider. (docs/rules.md)
+    RetryProviderMismatch => "R20",
+    /// R21: `llm/retry` numbers its chain 1, 2, … (docs/rules.md)
+    RetryNumber => "R21",
+    /// R22: a retry chain keeps its `retryId`. (docs/rules.md)
+    RetryIdChanged => "R22",
+    /// R23: a new chain uses a `retryId` never seen before. (docs/rules.md)
+    RetryIdReused => "R23",
+    /// R24: `llm/retry-started` pairs a scheduled attempt. (docs/rules.md)
+    RetryStartedUnpaired => "R24",
+    /// R25: … with the scheduled turn and step. (docs/rules.md)
+    RetryStartedWrongStep => "R25",
+    /// R26: … at most once. (docs/rules.md)
+    RetryStartedRepeats => "R26",
+    /// R27: a PTC dispatch lies in an open turn. (docs/rules.md)
+    PtcOutsideTurn => "R27",
+    /// R28: a PTC sub-call keeps its root. (docs/rules.md)
+    PtcRootChanged => "R28",
+    /// R29: a PTC parent belongs to the root. (docs/rules.md)
+    PtcParentOutsideRoot => "R29",
+    /// R30: a PTC start's sub-call id is new. (docs/rules.md)
+    PtcStartRepeats => "R30",
+    /// R31: a PTC dispatch has one unsettled start. (docs/rules.md)
+    PtcDispatchNoStart => "R31",
+    /// R32: a PTC dispatch matches its start. (docs/rules.md)
+    PtcDispatchMismatch => "R32",
+    /// R33: `command/run` ids are unique in the log. (docs/rules.md)
+    CommandRunRepeats => "R33",
+    /// R34: `command/done` follows its `command/run`. (docs/rules.md)
+    CommandDoneUnmatched => "R34",
+    /// R35: a `command/done` source is a success naming no command event. (docs/rules.md)
+    CommandDoneBadSource => "R35",
+    /// R36: a title cites messages exactly when it is not a user title. (docs/rules.md)
+    TitleSeqsForUser => "R36",
+    /// R37: titles cite earlier human user messages. (docs/rules.md)
+    TitleCitesNonHuman => "R37",
+    /// R38: a title request's messages are one plugin text message. (docs/rules.md)
+    TitleRequestMessages => "R38",
+    /// R39: no turn boundary inside an open compaction. (docs/rules.md)
+    TurnCrossesCompaction => "R39",
+    /// R40: compactions do not overlap. (docs/rules.md)
+    CompactionOverlap => "R40",
+    /// R41: `compaction/start` names the open turn (or `null` outside one). (docs/rules.md)
+    CompactionStartTurn => "R41",
+    /// R42: `compaction/summary` matches the open compaction. (docs/rules.md)
+    SummaryUnmatched => "R42",
+    /// R43: … whose owner turn is still open. (docs/rules.md)
+    SummaryTurn => "R43",
+    /// R44: one summary per compaction. (docs/rules.md)
+    SummaryRepeats => "R44",
+    /// R45: the summary names an exact current surface span. (docs/rules.md)
+    SummarySpan => "R45",
+    /// R46: `compaction/end` matches the open compaction. (docs/rules.md)
+    CompactionEndUnmatched => "R46",
+    /// R47: … and keeps its owner turn. (docs/rules.md)
+    CompactionEndOwner => "R47",
+    /// R48: … whose owner turn is still open. (docs/rules.md)
+    CompactionEndTurn => "R48",
+    /// R49: a successful compaction recorded its summary. (docs/rules.md)
+    CompactionEndNoSummary => "R49",
+    /// R50: a compaction checkpoint matches the open compaction. (docs/rules.md)
+    CheckpointUnmatched => "R50",
+    /// R52: a prune names an exact current surface span. (docs/rules.md)
+    PruneSpan => "R52",
+    /// R53: a current-generation delivery marker names this session. (docs/rules.md)
+    DeliveryMarkerWrongSession => "R53",
+    /// S9: a `system/message` lies in a matching open step. (docs/rules.md)
+    SystemOutsideStep => "S9",
+    /// S10: no `system/message` once the surface began without a system head. (docs/rules.md)
+    SystemWithoutHead => "S10",
+    /// S11: a system replacement touching the head replaces exactly the head. (docs/rules.md)
+    SystemReplacesHeadInexactly => "S11",
+    /// S12: a non-system replacement does not touch the head. (docs/rules.md)
+    ReplacementShadowsHead => "S12",
+    /// S13: a summary or prune does not list the head. (docs/rules.md)
+    CompactionShadowsHead => "S13",
 }
 
 impl fmt::Display for Rule {

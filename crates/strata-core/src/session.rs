@@ -23,7 +23,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::Value;
 
 use crate::accept::{
-    accept_envelope, accept_raw, accept_row_local, Context, Envelope, EventLookup, Path, Window,
+    accept_envelope, accept_raw, accept_row_local, relate, Context, Envelope, EventLookup, Path,
+    Window,
 };
 use crate::candidate::Candidate;
 use crate::checkpoint::{Checkpoint, ResumeError};
@@ -36,6 +37,7 @@ use crate::log::{EventSource, Log};
 use crate::message::{project, Message};
 use crate::payload::EndSeed;
 use crate::precheck::{Checked, PrecheckedRow};
+use crate::relations::{Change, Relations};
 use crate::repair::{CloseCause, TurnState};
 use crate::request::canonical_header;
 use crate::rule::{AcceptError, Rule};
@@ -77,6 +79,11 @@ pub struct Session {
     /// Surface undo records of every commit since the outermost open batch
     /// began. Invariant: empty when `batches` is.
     undo: Vec<SurfaceUndo>,
+    /// The relational rules' state after the whole log (docs/rules.md); journals one mark
+    /// per open batch.
+    relations: Relations,
+    /// Whether the relational rules are off ([`SeedOptions::surface_only`]).
+    surface_only: bool,
 }
 
 /// What rolling one open batch back needs.
@@ -97,6 +104,7 @@ struct BatchFrame {
 pub struct AppendPlan {
     event: Event,
     surface: SurfacePlan,
+    change: Change,
 }
 
 impl AppendPlan {
@@ -121,6 +129,10 @@ pub struct StalePlanError {
 pub struct SeedOptions {
     /// Time of a constructor-added `session/end-seed` marker (core has no clock).
     pub marker_time: i64,
+    /// Run only the event-local and surface rules, not upstream's relational and head rules
+    /// (docs/rules.md, "Surface-only sessions"): for the ported session-core surface cases,
+    /// which judge surface transitions outside any turn. Never set on a store's path.
+    pub surface_only: bool,
 }
 
 /// The result of an offline fold (`fold_surface`).
@@ -137,12 +149,22 @@ pub struct Fold {
 impl Session {
     /// A fresh session with no events.
     pub fn create(header: SessionHeader) -> Result<Session, AcceptError> {
+        Session::create_with(header, SeedOptions::default())
+    }
+
+    /// [`Session::create`] with `options` (only [`SeedOptions::surface_only`] applies).
+    pub fn create_with(
+        header: SessionHeader,
+        options: SeedOptions,
+    ) -> Result<Session, AcceptError> {
         if header.is_seeded() {
             return Err(seed_error(
                 "seeded session requires an explicit constructor seed",
             ));
         }
-        Ok(Session::empty(header))
+        let mut session = Session::empty(header);
+        session.surface_only = options.surface_only;
+        Ok(session)
     }
 
     /// A session whose log starts with `seed` (validated like any stored log,
@@ -156,6 +178,7 @@ impl Session {
         options: SeedOptions,
     ) -> Result<Session, AcceptError> {
         let mut session = Session::empty(header);
+        session.surface_only = options.surface_only;
         session.seed(seed, Path::Seed)?;
         let seed_len = session.log.len();
         let seeded = session.header.is_seeded();
@@ -298,6 +321,7 @@ impl Session {
         load: impl FnOnce(&mut Session) -> Result<(), E>,
     ) -> Result<Session, E> {
         let mut session = Session::empty(header);
+        session.surface_only = options.surface_only;
         load(&mut session)?;
         let log_len = session.log.len();
         session.first_live_seq = log_len;
@@ -357,6 +381,8 @@ impl Session {
             last_inherited_marker: None,
             batches: Vec::new(),
             undo: Vec::new(),
+            relations: Relations::new(),
+            surface_only: false,
         }
     }
 
@@ -386,9 +412,11 @@ impl Session {
                     expected_seq: self.log.next_seq(),
                     index,
                 };
-                accept_raw(&context, raw)?
+                let (event, plan) = accept_raw(&context, raw)?;
+                let change = self.relate(&context, &event)?;
+                (event, (plan, change))
             };
-            self.commit_accepted(event, &plan);
+            self.commit_accepted(event, &plan.0, plan.1);
         }
         Ok(())
     }
@@ -409,12 +437,14 @@ impl Session {
             match row.0 {
                 Checked::Accepted(event) => {
                     let plan = crate::accept::accept_existing(&context, &event)?;
-                    self.commit_accepted(event, &plan);
+                    let change = self.relate(&context, &event)?;
+                    self.commit_accepted(event, &plan, change);
                 }
                 Checked::Rejected(error) => return Err(*error),
                 Checked::Deferred(raw) => {
                     let (event, plan) = accept_raw(&context, *raw)?;
-                    self.commit_accepted(event, &plan);
+                    let change = self.relate(&context, &event)?;
+                    self.commit_accepted(event, &plan, change);
                 }
             }
         }
@@ -437,11 +467,21 @@ impl Session {
                     expected_seq: self.log.next_seq(),
                     index: index as u64,
                 };
-                crate::accept::accept_existing(&context, &event)?
+                let plan = crate::accept::accept_existing(&context, &event)?;
+                let change = self.relate(&context, &event)?;
+                (plan, change)
             };
-            self.commit_shared(event, &plan);
+            self.commit_shared(event, &plan.0, plan.1);
         }
         Ok(())
+    }
+
+    /// The relational rules on an accepted event (off for a surface-only session).
+    fn relate(&self, context: &Context<'_>, event: &Event) -> Result<Change, AcceptError> {
+        if self.surface_only {
+            return Ok(Change::default());
+        }
+        relate(context, &self.relations, self.header.id(), event)
     }
 
     fn append_plain_marker_if_needed(&mut self, time: i64) -> Result<(), AcceptError> {
@@ -460,7 +500,7 @@ impl Session {
     /// tagged form, so it bypasses `plan`'s marker check).
     fn push_marker(&mut self, inherited: bool, time: i64) -> Result<(), AcceptError> {
         let plan = self.plan_unchecked(Candidate::log_only(EndSeed { inherited }), time)?;
-        self.commit_accepted(plan.event, &plan.surface);
+        self.commit_accepted(plan.event, &plan.surface, plan.change);
         Ok(())
     }
 
@@ -500,7 +540,12 @@ impl Session {
             index: seq.get(),
         };
         let (event, surface) = accept_envelope(&context, envelope)?;
-        Ok(AppendPlan { event, surface })
+        let change = self.relate(&context, &event)?;
+        Ok(AppendPlan {
+            event,
+            surface,
+            change,
+        })
     }
 
     /// Commits a plan made against the current state.
@@ -512,14 +557,14 @@ impl Session {
                 next,
             });
         }
-        Ok(self.commit_accepted(plan.event, &plan.surface))
+        Ok(self.commit_accepted(plan.event, &plan.surface, plan.change))
     }
 
     /// Plans and commits one candidate.
     pub fn append(&mut self, candidate: Candidate, time: i64) -> Result<Arc<Event>, AcceptError> {
         let plan = self.plan(candidate, time)?;
         // A plan made against the current state is never stale.
-        Ok(self.commit_accepted(plan.event, &plan.surface))
+        Ok(self.commit_accepted(plan.event, &plan.surface, plan.change))
     }
 
     /// Appends candidates as one unit: either all are accepted, or none is and
@@ -562,7 +607,11 @@ impl Session {
                     expected_seq: self.log.next_seq(),
                     index: start + offset,
                 };
-                match accept_raw(&context, raw) {
+                let accepted = accept_raw(&context, raw).and_then(|(event, plan)| {
+                    self.relate(&context, &event)
+                        .map(|change| (event, (plan, change)))
+                });
+                match accepted {
                     Ok(accepted) => accepted,
                     Err(error) => {
                         self.rollback(mark);
@@ -576,7 +625,7 @@ impl Session {
                 self.rollback(mark);
                 return Err(stray_marker_error(event.seq.get()).at_index(start + offset));
             }
-            self.commit_accepted(event, &plan);
+            self.commit_accepted(event, &plan.0, plan.1);
         }
         self.end_batch(mark);
         Ok(())
@@ -599,6 +648,7 @@ impl Session {
             latest: self.latest.clone(),
             last_inherited_marker: self.last_inherited_marker,
         });
+        self.relations.mark();
         BatchMark {
             log_len: self.log.len(),
             depth: self.batches.len(),
@@ -610,6 +660,7 @@ impl Session {
     pub fn end_batch(&mut self, mark: BatchMark) {
         if (1..=self.batches.len()).contains(&mark.depth) {
             self.batches.truncate(mark.depth - 1);
+            self.relations.end(mark.depth - 1);
         }
         if self.batches.is_empty() {
             self.undo.clear();
@@ -622,6 +673,7 @@ impl Session {
             return;
         }
         let inner = self.batches.split_off(mark.depth - 1);
+        self.relations.rollback(mark.depth - 1);
         let Some(frame) = inner.into_iter().next() else {
             return;
         };
@@ -644,11 +696,17 @@ impl Session {
         self.epoch += 1;
     }
 
-    fn commit_accepted(&mut self, event: Event, plan: &SurfacePlan) -> Arc<Event> {
-        self.commit_shared(Arc::new(event), plan)
+    fn commit_accepted(&mut self, event: Event, plan: &SurfacePlan, change: Change) -> Arc<Event> {
+        self.commit_shared(Arc::new(event), plan, change)
     }
 
-    fn commit_shared(&mut self, event: Arc<Event>, plan: &SurfacePlan) -> Arc<Event> {
+    fn commit_shared(
+        &mut self,
+        event: Arc<Event>,
+        plan: &SurfacePlan,
+        change: Change,
+    ) -> Arc<Event> {
+        self.relations.apply(change);
         if event.event_type == EventType::SessionEndSeed && is_inherited_marker(&event) {
             self.last_inherited_marker = Some(event.seq.get());
         }
@@ -682,6 +740,11 @@ impl Session {
     /// The header.
     pub fn header(&self) -> &SessionHeader {
         &self.header
+    }
+
+    /// Whether the relational rules are off ([`SeedOptions::surface_only`]).
+    pub fn is_surface_only(&self) -> bool {
+        self.surface_only
     }
 
     /// The session id.

@@ -13,7 +13,15 @@ fn header() -> SessionHeader {
 }
 
 fn added(rows: Vec<RawEvent>) -> Vec<Value> {
-    let resumed = restore_resumed(header(), rows, SeedOptions { marker_time: 7 }).unwrap();
+    let resumed = restore_resumed(
+        header(),
+        rows,
+        SeedOptions {
+            marker_time: 7,
+            ..SeedOptions::default()
+        },
+    )
+    .unwrap();
     resumed.session.events()[resumed.n_stored..]
         .iter()
         .map(|event| json!({"type": event.event_type().as_str(), "data": event.data()}))

@@ -48,7 +48,7 @@ impl EventSource for Rows {
 /// The checkpoint of a session holding exactly `rows` (no marker), or `None` when the rows
 /// are not a valid live log.
 fn prefix_checkpoint(header: &SessionHeader, rows: &[RawEvent]) -> Option<Checkpoint> {
-    let mut session = Session::create(header.clone()).ok()?;
+    let mut session = crate::harness::create(header.clone()).ok()?;
     session.extend_restored(rows.to_vec()).ok()?;
     session.checkpoint()
 }
@@ -58,7 +58,10 @@ fn restore(
     rows: &[RawEvent],
     repair: Option<CloseCause>,
 ) -> Result<Session, AcceptError> {
-    let options = SeedOptions { marker_time: 77 };
+    let options = SeedOptions {
+        marker_time: 77,
+        ..crate::harness::SURFACE_ONLY
+    };
     match repair {
         Some(cause) => Session::restore_repaired(header.clone(), rows.to_vec(), cause, options),
         None => Session::restore(header.clone(), rows.to_vec(), options),
@@ -71,7 +74,10 @@ fn resume(
     rows: &[RawEvent],
     repair: Option<CloseCause>,
 ) -> Result<Session, ResumeError> {
-    let options = SeedOptions { marker_time: 77 };
+    let options = SeedOptions {
+        marker_time: 77,
+        ..crate::harness::SURFACE_ONLY
+    };
     let n_covered = usize::try_from(checkpoint.n_events).unwrap();
     let source = Rows::new(rows.to_vec());
     let tail = rows[n_covered..].to_vec();
@@ -360,7 +366,7 @@ fn lazy_resume_loads_only_what_the_checkpoint_names() {
         checkpoint,
         Vec::new(),
         source.clone(),
-        SeedOptions::default(),
+        crate::harness::SURFACE_ONLY,
     )
     .unwrap();
     assert_eq!(source.n_loaded.load(Ordering::Relaxed), expected);
@@ -390,7 +396,7 @@ fn mismatch(checkpoint: Checkpoint, rows: &[RawEvent], header: &SessionHeader) -
         checkpoint,
         Vec::new(),
         Rows::new(rows.to_vec()),
-        SeedOptions::default(),
+        crate::harness::SURFACE_ONLY,
     ) {
         Err(ResumeError::Mismatch { detail, .. }) => detail,
         Err(other) => panic!("expected a mismatch, got {other}"),
@@ -440,7 +446,7 @@ fn lazy_resume_refuses_a_checkpoint_that_does_not_fit() {
         good.clone(),
         Vec::new(),
         Rows::new(Vec::new()),
-        SeedOptions::default(),
+        crate::harness::SURFACE_ONLY,
     );
     assert!(matches!(failed, Err(ResumeError::Source(_))));
 }
