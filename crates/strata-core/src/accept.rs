@@ -372,26 +372,39 @@ pub(crate) fn relate(
     relations: &crate::relations::Relations,
     session_id: &str,
     event: &Event,
+    skip_r39: bool,
 ) -> Result<crate::relations::Change, AcceptError> {
     if context.generation != Generation::V3 || context.path == Path::Fold {
         return Ok(crate::relations::Change::default());
     }
     relations
-        .check(event, context.surface.nodes(), session_id)
-        .map_err(|error| {
-            let error = error.at_seq(event.seq.get());
-            match context.path {
-                Path::Seed | Path::Restore => AcceptError {
-                    message: format!(
-                        "invalid seed event at index {}: {}",
-                        context.index, error.message
-                    ),
-                    ..error
-                }
-                .at_index(context.index),
-                Path::Append | Path::Fold | Path::Adopt => error,
-            }
-        })
+        .check(event, context.surface.nodes(), session_id, skip_r39)
+        .map_err(|error| locate_related(context, event, error))
+}
+
+/// The head rules alone (S9–S13) on an event after `head`, located like [`relate`]'s errors.
+pub(crate) fn relate_head(
+    context: &Context<'_>,
+    head: &crate::relations::Head,
+    event: &Event,
+) -> Result<crate::relations::Head, AcceptError> {
+    crate::relations::head_rules_of(head, event)
+        .map_err(|error| locate_related(context, event, error))
+}
+
+fn locate_related(context: &Context<'_>, event: &Event, error: AcceptError) -> AcceptError {
+    let error = error.at_seq(event.seq.get());
+    match context.path {
+        Path::Seed | Path::Restore => AcceptError {
+            message: format!(
+                "invalid seed event at index {}: {}",
+                context.index, error.message
+            ),
+            ..error
+        }
+        .at_index(context.index),
+        Path::Append | Path::Fold | Path::Adopt => error,
+    }
 }
 
 /// Accepts an event another log already accepted (replay, fork, in-memory

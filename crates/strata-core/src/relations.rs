@@ -417,11 +417,15 @@ impl Relations {
     /// The head rules S9–S13 (upstream's first pass), then — when `relational` — the
     /// relational rules R1–R53 on `event`, whose surface transition (S7–S8) already passed.
     /// `nodes` is the surface before the event. Returns the change to apply on commit.
+    ///
+    /// With `skip_r39`, R39 is not checked (a restore's look-ahead found the open
+    /// compaction stale, or will decide so: see [`crate::Session`]'s restore loop).
     pub(crate) fn check(
         &self,
         event: &Event,
         nodes: &[Seq],
         session_id: &str,
+        skip_r39: bool,
     ) -> Result<Change, AcceptError> {
         let mut change = Change::default();
         let tag = event.event_type.as_str();
@@ -436,7 +440,7 @@ impl Relations {
         };
         let mut bounded: Option<Bounded> = None;
         // Pass 1: the system head (S9–S13).
-        let head = self.check_head(event, data)?;
+        let head = head_rules(&self.bounded.head, event, data)?;
         if head != self.bounded.head {
             let mut next = self.bounded.clone();
             next.head = head;
@@ -456,7 +460,7 @@ impl Relations {
         }
         let b = bounded.get_or_insert_with(|| self.bounded.clone());
         // R39: a turn boundary inside an open compaction.
-        if matches!(tag, "turn/start" | "turn/end") && b.compaction.is_some() {
+        if !skip_r39 && matches!(tag, "turn/start" | "turn/end") && b.compaction.is_some() {
             return Err(refuse(
                 Rule::TurnCrossesCompaction,
                 format!("{tag} crosses an open compaction"),
@@ -480,8 +484,9 @@ impl Relations {
                         ),
                     ));
                 }
+                // `next_turn` moves on at the turn's end: upstream names it in R1 while the
+                // turn is open.
                 b.open_turn = Some(b.next_turn);
-                b.next_turn += 1;
                 b.open_step = None;
                 b.next_step = 1;
                 b.calls.clear();
@@ -510,6 +515,7 @@ impl Relations {
                     ));
                 }
                 b.open_turn = None;
+                b.next_turn += 1;
             }
             "step/start" => {
                 let ok = b.open_step.is_none()
@@ -1103,88 +1109,131 @@ impl Relations {
         Ok(change)
     }
 
-    /// S9–S13 on one event: the head state after it.
-    fn check_head(&self, event: &Event, data: &Value) -> Result<Head, AcceptError> {
-        let mut head = self.bounded.head.clone();
-        let tag = event.event_type.as_str();
-        match tag {
-            "step/start" => {
-                head.open_step = Some((field(data, "turn").cloned(), field(data, "step").cloned()));
-                return Ok(head);
-            }
-            "step/end" | "turn/end" => {
-                head.open_step = None;
-                return Ok(head);
-            }
-            "compaction/summary" | "compaction/prune" => {
-                if let Some(at) = head.head {
-                    let lists_head = field(data, "shadowedSeqs")
-                        .and_then(Value::as_array)
-                        .is_some_and(|seqs| {
-                            seqs.iter()
-                                .any(|seq| non_negative_safe_integer(seq) == Some(at))
-                        });
-                    if lists_head {
-                        return Err(refuse(
-                            Rule::CompactionShadowsHead,
-                            "compaction cannot shadow the protected system head",
-                        ));
-                    }
-                }
-                return Ok(head);
-            }
-            _ => {}
-        }
-        let SurfaceMeta::Surface { op, .. } = event.meta() else {
-            return Ok(head);
-        };
-        let system = event.event_type == EventType::SystemMessage;
-        if system {
-            let in_step = head.open_step.as_ref().is_some_and(|(turn, step)| {
-                same(turn.as_ref(), field(data, "turn")) && same(step.as_ref(), field(data, "step"))
-            });
-            if !in_step {
-                return Err(refuse(
-                    Rule::SystemOutsideStep,
-                    "system/message does not match an open step",
-                ));
-            }
-            if head.surface_started && head.head.is_none() {
-                return Err(refuse(
-                    Rule::SystemWithoutHead,
-                    "system/message requires a protected first surface head",
-                ));
-            }
-        }
-        match op {
-            SurfaceOp::Append => {
-                if !head.surface_started && system {
-                    head.head = Some(event.seq.get());
-                }
-            }
-            SurfaceOp::Replace(range) => {
-                if let Some(at) = head.head {
-                    let touches = range.start.get() == at || range.end.get() == at;
-                    if system && touches {
-                        if range.start.get() != at || range.end.get() != at {
-                            return Err(refuse(
-                                Rule::SystemReplacesHeadInexactly,
-                                "system/message must replace exactly the current system head",
-                            ));
-                        }
-                        head.head = Some(event.seq.get());
-                    } else if !system && touches {
-                        return Err(refuse(
-                            Rule::ReplacementShadowsHead,
-                            "surface replacement cannot shadow the protected system head",
-                        ));
-                    }
-                }
-            }
-        }
-        head.surface_started = true;
-        Ok(head)
+    /// The head state (S9–S13) after the whole log.
+    pub(crate) fn head(&self) -> &Head {
+        &self.bounded.head
     }
+
+    /// Whether a compaction is open.
+    pub(crate) fn compaction_open(&self) -> bool {
+        self.bounded.compaction.is_some()
+    }
+}
+
+/// Whether `rule` belongs to upstream's second pass (the relationship pass, after every
+/// event passed the event-local and head rules): the relational rules, P12 and the surface
+/// fold S7–S8 (strata's rules 7–9). A first-pass refusal at a later seq is reported before a
+/// second-pass one at an earlier seq (docs/rules.md, "Evaluation order").
+pub(crate) fn is_second_pass(rule: Rule) -> bool {
+    let id = rule.id();
+    (id.starts_with('R') && id[1..].bytes().all(|b| b.is_ascii_digit()))
+        || matches!(
+            rule,
+            Rule::DataNotJsonObject
+                | Rule::ReplaceStartNotFound
+                | Rule::ReplaceEndNotFound
+                | Rule::ReplaceEndpointsReversed
+                | Rule::ReplaceUncoveredSource
+                | Rule::ToolResultReplaceMulti
+                | Rule::ToolResultReplaceWrongTarget
+                | Rule::ToolResultReplaceChangesNonContent
+        )
+}
+
+/// S9–S13 on one event, reading its payload only for the types they look at.
+pub(crate) fn head_rules_of(head: &Head, event: &Event) -> Result<Head, AcceptError> {
+    let reads = matches!(
+        event.event_type.as_str(),
+        "step/start" | "system/message" | "compaction/summary" | "compaction/prune"
+    );
+    if reads {
+        head_rules(head, event, &event.data_uncached())
+    } else {
+        head_rules(head, event, &Value::Null)
+    }
+}
+
+/// S9–S13 on one event: the head state after it.
+fn head_rules(head: &Head, event: &Event, data: &Value) -> Result<Head, AcceptError> {
+    let mut head = head.clone();
+    let tag = event.event_type.as_str();
+    match tag {
+        "step/start" => {
+            head.open_step = Some((field(data, "turn").cloned(), field(data, "step").cloned()));
+            return Ok(head);
+        }
+        "step/end" | "turn/end" => {
+            head.open_step = None;
+            return Ok(head);
+        }
+        "compaction/summary" | "compaction/prune" => {
+            if let Some(at) = head.head {
+                let lists_head = field(data, "shadowedSeqs")
+                    .and_then(Value::as_array)
+                    .is_some_and(|seqs| {
+                        seqs.iter()
+                            .any(|seq| non_negative_safe_integer(seq) == Some(at))
+                    });
+                if lists_head {
+                    return Err(refuse(
+                        Rule::CompactionShadowsHead,
+                        "compaction cannot shadow the protected system head",
+                    ));
+                }
+            }
+            return Ok(head);
+        }
+        _ => {}
+    }
+    let SurfaceMeta::Surface { op, .. } = event.meta() else {
+        return Ok(head);
+    };
+    let system = event.event_type == EventType::SystemMessage;
+    if system {
+        let in_step = head.open_step.as_ref().is_some_and(|(turn, step)| {
+            same(turn.as_ref(), field(data, "turn")) && same(step.as_ref(), field(data, "step"))
+        });
+        if !in_step {
+            return Err(refuse(
+                Rule::SystemOutsideStep,
+                "system/message does not match an open step",
+            ));
+        }
+        if head.surface_started && head.head.is_none() {
+            return Err(refuse(
+                Rule::SystemWithoutHead,
+                "system/message requires a protected first surface head",
+            ));
+        }
+    }
+    match op {
+        SurfaceOp::Append => {
+            if !head.surface_started && system {
+                head.head = Some(event.seq.get());
+            }
+        }
+        SurfaceOp::Replace(range) => {
+            if let Some(at) = head.head {
+                let touches = range.start.get() == at || range.end.get() == at;
+                if system && touches {
+                    if range.start.get() != at || range.end.get() != at {
+                        return Err(refuse(
+                            Rule::SystemReplacesHeadInexactly,
+                            "system/message must replace exactly the current system head",
+                        ));
+                    }
+                    head.head = Some(event.seq.get());
+                } else if !system && touches {
+                    return Err(refuse(
+                        Rule::ReplacementShadowsHead,
+                        "surface replacement cannot shadow the protected system head",
+                    ));
+                }
+            }
+        }
+    }
+    head.surface_started = true;
+    Ok(head)
 }
 
 /// R45 / R52: `shadowedSeqs` is exactly the surface slice from `shadowedRange.start` to

@@ -23,8 +23,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::Value;
 
 use crate::accept::{
-    accept_envelope, accept_raw, accept_row_local, relate, Context, Envelope, EventLookup, Path,
-    Window,
+    accept_envelope, accept_existing, accept_raw, accept_row_local, relate, relate_head, Context,
+    Envelope, EventLookup, Path, Window,
 };
 use crate::candidate::Candidate;
 use crate::checkpoint::{Checkpoint, ResumeError};
@@ -37,6 +37,47 @@ use crate::log::{EventSource, Log};
 use crate::message::{project, Message};
 use crate::payload::EndSeed;
 use crate::precheck::{Checked, PrecheckedRow};
+
+/// One row of a seed or restore, in whichever form its path holds it.
+enum Row {
+    /// A stored row.
+    Raw(RawEvent),
+    /// A row checked ahead.
+    Checked(Checked),
+    /// An event accepted before.
+    Shared(Arc<Event>),
+}
+
+impl Row {
+    /// Every rule but the relational ones.
+    fn accept(self, context: &Context<'_>) -> Result<(Arc<Event>, SurfacePlan), AcceptError> {
+        match self {
+            Row::Raw(raw) => accept_raw(context, raw).map(|(event, plan)| (Arc::new(event), plan)),
+            Row::Checked(Checked::Accepted(event)) => {
+                let plan = accept_existing(context, &event)?;
+                Ok((Arc::new(event), plan))
+            }
+            Row::Checked(Checked::Rejected(error)) => Err(*error),
+            Row::Checked(Checked::Deferred(raw)) => {
+                accept_raw(context, *raw).map(|(event, plan)| (Arc::new(event), plan))
+            }
+            Row::Shared(event) => accept_existing(context, &event).map(|plan| (event, plan)),
+        }
+    }
+
+    /// The event-local rules only (upstream's first pass without the head rules).
+    fn local(self, context: &Context<'_>) -> Result<Arc<Event>, AcceptError> {
+        match self {
+            Row::Raw(raw) => accept_row_local(context, raw, None).map(Arc::new),
+            Row::Checked(Checked::Accepted(event)) => Ok(Arc::new(event)),
+            Row::Checked(Checked::Rejected(error)) => Err(*error),
+            Row::Checked(Checked::Deferred(raw)) => {
+                accept_row_local(context, *raw, None).map(Arc::new)
+            }
+            Row::Shared(event) => Ok(event),
+        }
+    }
+}
 use crate::relations::{Change, Relations};
 use crate::repair::{CloseCause, TurnState};
 use crate::request::canonical_header;
@@ -84,6 +125,8 @@ pub struct Session {
     relations: Relations,
     /// Whether the relational rules are off ([`SeedOptions::surface_only`]).
     surface_only: bool,
+    /// Set while [`Session::extend_restored`] runs: tagged end-seed markers are refused.
+    extending: bool,
 }
 
 /// What rolling one open batch back needs.
@@ -383,6 +426,7 @@ impl Session {
             undo: Vec::new(),
             relations: Relations::new(),
             surface_only: false,
+            extending: false,
         }
     }
 
@@ -402,53 +446,18 @@ impl Session {
         path: Path,
         first_index: u64,
     ) -> Result<(), AcceptError> {
-        for (index, raw) in (first_index..).zip(rows) {
-            let (event, plan) = {
-                let context = Context {
-                    generation: self.generation,
-                    path,
-                    surface: &self.surface,
-                    lookup: &self.log,
-                    expected_seq: self.log.next_seq(),
-                    index,
-                };
-                let (event, plan) = accept_raw(&context, raw)?;
-                let change = self.relate(&context, &event)?;
-                (event, (plan, change))
-            };
-            self.commit_accepted(event, &plan.0, plan.1);
-        }
-        Ok(())
+        self.seed_rows(rows.into_iter().map(Row::Raw), path, first_index)
     }
 
     fn seed_prechecked(
         &mut self,
         rows: impl IntoIterator<Item = PrecheckedRow>,
     ) -> Result<(), AcceptError> {
-        for (index, row) in (0u64..).zip(rows) {
-            let context = Context {
-                generation: self.generation,
-                path: Path::Restore,
-                surface: &self.surface,
-                lookup: &self.log,
-                expected_seq: self.log.next_seq(),
-                index,
-            };
-            match row.0 {
-                Checked::Accepted(event) => {
-                    let plan = crate::accept::accept_existing(&context, &event)?;
-                    let change = self.relate(&context, &event)?;
-                    self.commit_accepted(event, &plan, change);
-                }
-                Checked::Rejected(error) => return Err(*error),
-                Checked::Deferred(raw) => {
-                    let (event, plan) = accept_raw(&context, *raw)?;
-                    let change = self.relate(&context, &event)?;
-                    self.commit_accepted(event, &plan, change);
-                }
-            }
-        }
-        Ok(())
+        self.seed_rows(
+            rows.into_iter().map(|row| Row::Checked(row.0)),
+            Path::Restore,
+            0,
+        )
     }
 
     fn seed_accepted(
@@ -457,31 +466,164 @@ impl Session {
     ) -> Result<(), AcceptError> {
         let events = events.into_iter();
         self.log.reserve(events.size_hint().0);
-        for (index, event) in events.enumerate() {
-            let plan = {
-                let context = Context {
-                    generation: self.generation,
-                    path: Path::Restore,
-                    surface: &self.surface,
-                    lookup: &self.log,
-                    expected_seq: self.log.next_seq(),
-                    index: index as u64,
-                };
-                let plan = crate::accept::accept_existing(&context, &event)?;
-                let change = self.relate(&context, &event)?;
-                (plan, change)
+        self.seed_rows(events.map(Row::Shared), Path::Restore, 0)
+    }
+
+    /// The loop of every seed and restore path, in upstream's evaluation order (docs/rules.md,
+    /// "Evaluation order"): a refusal of the second pass (relational rules, the surface fold)
+    /// gives way to a first-pass refusal (event-local and head rules) of any later row, and
+    /// R39 at a turn boundary is held until the rows after it show whether a
+    /// `session/end-seed` makes the open compaction stale.
+    fn seed_rows(
+        &mut self,
+        rows: impl Iterator<Item = Row>,
+        path: Path,
+        first_index: u64,
+    ) -> Result<(), AcceptError> {
+        let mut rows = (first_index..).zip(rows);
+        // The first R39 refusal, while a later end-seed may still excuse it.
+        let mut pending: Option<AcceptError> = None;
+        while let Some((index, row)) = rows.next() {
+            let next_seq = self.log.next_seq();
+            let accepted = {
+                let context = self.context(path, index, next_seq);
+                row.accept(&context)
             };
-            self.commit_shared(event, &plan.0, plan.1);
+            let (event, plan) = match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    let head = self.relations.head().clone();
+                    return Err(self.settle(error, pending, head, next_seq.get() + 1, rows, path));
+                }
+            };
+            let related = {
+                let context = self.context(path, index, next_seq);
+                match self.relate_with(&context, &event, false) {
+                    Err(error)
+                        if error.rule == Rule::TurnCrossesCompaction && path != Path::Append =>
+                    {
+                        pending.get_or_insert(error);
+                        self.relate_with(&context, &event, true)
+                    }
+                    other => other,
+                }
+            };
+            let change = match related {
+                Ok(change) => change,
+                Err(error) => {
+                    let context = self.context(path, index, next_seq);
+                    let head = relate_head(&context, self.relations.head(), &event)
+                        .unwrap_or_else(|_| self.relations.head().clone());
+                    // A `compaction/end` settles a held R39: the start is not stale.
+                    let (error, pending) = match pending {
+                        Some(held) if event.event_type.as_str() == "compaction/end" => (held, None),
+                        pending => (error, pending),
+                    };
+                    return Err(self.settle(error, pending, head, next_seq.get() + 1, rows, path));
+                }
+            };
+            if pending.is_some() {
+                match event.event_type.as_str() {
+                    // The open compaction is stale: R39 did not apply.
+                    "session/end-seed" if self.relations.compaction_open() => pending = None,
+                    "compaction/end" => {
+                        let head = self.relations.head().clone();
+                        let error = pending
+                            .take()
+                            .unwrap_or_else(|| AcceptError::new(Rule::TurnCrossesCompaction, ""));
+                        return Err(self.settle(error, None, head, next_seq.get() + 1, rows, path));
+                    }
+                    _ => {}
+                }
+            }
+            // Like `plan`: a tagged marker past the constructor would change the inherited
+            // count a full restore derives.
+            if self.extending && self.generation >= Generation::V2 && is_inherited_marker(&event) {
+                return Err(stray_marker_error(event.seq.get()).at_index(index));
+            }
+            self.commit_shared(event, &plan, change);
         }
-        Ok(())
+        match pending {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+
+    fn context(&self, path: Path, index: u64, expected_seq: Seq) -> Context<'_> {
+        Context {
+            generation: self.generation,
+            path,
+            surface: &self.surface,
+            lookup: &self.log,
+            expected_seq,
+            index,
+        }
+    }
+
+    /// The refusal a seed or restore reports, given the first one found at some row and the
+    /// rows after it: a first-pass refusal stands; a second-pass one gives way to the first
+    /// first-pass refusal of a later row, and to a held R39 refusal (an earlier seq) unless a
+    /// later end-seed makes that compaction stale.
+    fn settle(
+        &self,
+        error: AcceptError,
+        pending: Option<AcceptError>,
+        mut head: crate::relations::Head,
+        mut seq: u64,
+        rest: impl Iterator<Item = (u64, Row)>,
+        path: Path,
+    ) -> AcceptError {
+        if self.surface_only || self.generation != Generation::V3 {
+            return error;
+        }
+        if !crate::relations::is_second_pass(error.rule) {
+            return error;
+        }
+        let mut pending = pending;
+        let mut watching = pending.is_some();
+        for (index, row) in rest {
+            let Ok(expected) = Seq::new(seq) else {
+                break;
+            };
+            let context = self.context(path, index, expected);
+            let event = match row.local(&context) {
+                Ok(event) => event,
+                Err(later) => return later,
+            };
+            match relate_head(&context, &head, &event) {
+                Ok(next) => head = next,
+                Err(later) => return later,
+            }
+            if watching {
+                match event.event_type.as_str() {
+                    "session/end-seed" => {
+                        pending = None;
+                        watching = false;
+                    }
+                    "compaction/end" => watching = false,
+                    _ => {}
+                }
+            }
+            seq += 1;
+        }
+        pending.unwrap_or(error)
     }
 
     /// The relational rules on an accepted event (off for a surface-only session).
     fn relate(&self, context: &Context<'_>, event: &Event) -> Result<Change, AcceptError> {
+        self.relate_with(context, event, false)
+    }
+
+    fn relate_with(
+        &self,
+        context: &Context<'_>,
+        event: &Event,
+        skip_r39: bool,
+    ) -> Result<Change, AcceptError> {
         if self.surface_only {
             return Ok(Change::default());
         }
-        relate(context, &self.relations, self.header.id(), event)
+        relate(context, &self.relations, self.header.id(), event, skip_r39)
     }
 
     fn append_plain_marker_if_needed(&mut self, time: i64) -> Result<(), AcceptError> {
@@ -597,38 +739,19 @@ impl Session {
     ) -> Result<(), AcceptError> {
         let start = self.log.len();
         let mark = self.begin_batch();
-        for (offset, raw) in (0..).zip(rows) {
-            let (event, plan) = {
-                let context = Context {
-                    generation: self.generation,
-                    path: Path::Restore,
-                    surface: &self.surface,
-                    lookup: &self.log,
-                    expected_seq: self.log.next_seq(),
-                    index: start + offset,
-                };
-                let accepted = accept_raw(&context, raw).and_then(|(event, plan)| {
-                    self.relate(&context, &event)
-                        .map(|change| (event, (plan, change)))
-                });
-                match accepted {
-                    Ok(accepted) => accepted,
-                    Err(error) => {
-                        self.rollback(mark);
-                        return Err(error);
-                    }
-                }
-            };
-            // Like `plan`: a tagged marker past the constructor would change
-            // the inherited count a full restore derives.
-            if self.generation >= Generation::V2 && is_inherited_marker(&event) {
-                self.rollback(mark);
-                return Err(stray_marker_error(event.seq.get()).at_index(start + offset));
+        self.extending = true;
+        let result = self.seed_rows(rows.into_iter().map(Row::Raw), Path::Restore, start);
+        self.extending = false;
+        match result {
+            Ok(()) => {
+                self.end_batch(mark);
+                Ok(())
             }
-            self.commit_accepted(event, &plan.0, plan.1);
+            Err(error) => {
+                self.rollback(mark);
+                Err(error)
+            }
         }
-        self.end_batch(mark);
-        Ok(())
     }
 
     /// Starts recording undo information; commits after this can be rolled back.

@@ -33,9 +33,8 @@ const NOT_RAISED_BY_CORE: &[Rule] = &[
     // texts (see `relations_60`, `relations_61`).
     Rule::SystemReplacesHeadInexactly,
     Rule::ReplacementShadowsHead,
-    // Reachable only through R39's stale-start exception, which looks ahead to a later
-    // `session/end-seed`; strata reports R39 there (docs/rules.md, "Known gaps").
-    Rule::SummaryTurn,
+    // R48 follows a turn boundary inside the bracket, whose R39 the bracket's own
+    // `compaction/end` makes final (no stale start): R39 is reported (relations_66).
     Rule::CompactionEndTurn,
 ];
 
@@ -80,6 +79,9 @@ fn required_paths(rule: Rule) -> &'static [&'static str] {
         | Rule::ToolResultReplaceWrongTarget
         | Rule::ToolResultReplaceChangesNonContent
         | Rule::SystemHeadProtected => ALL,
+        // Reachable only behind R39's stale-start exception, which needs the rows after
+        // the event (relations_64): stored logs read whole, not appends or a store's tail.
+        Rule::SummaryTurn => &["seed", "restore"],
         // Data (§5.3) and shape (§4.5) rules: every path but the fold.
         _ => CHECKED,
     }

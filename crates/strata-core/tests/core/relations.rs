@@ -65,4 +65,8 @@ data_tests! { "relations";
     relations_60_system_replaces_more_than_the_head,
     relations_61_replacement_shadows_the_head,
     relations_62_compaction_lists_the_head,
+    relations_63_head_rule_beats_an_earlier_relational_refusal,
+    relations_64_stale_compaction_excuses_a_turn_boundary,
+    relations_65_summary_after_its_owner_turn,
+    relations_66_compaction_end_after_its_owner_turn,
 }
