@@ -1340,3 +1340,272 @@ fn title_request_messages_ok(data: &Value) -> bool {
         });
     role_ok && content_ok && source_ok
 }
+
+/// `{key: value}` entries of an optional JSON value (absent stays absent, `null` stays `null`).
+fn put(map: &mut serde_json::Map<String, Value>, key: &str, value: Option<&Value>) {
+    if let Some(value) = value {
+        map.insert(key.to_owned(), value.clone());
+    }
+}
+
+fn object(entries: Vec<(&str, Option<Value>)>) -> Value {
+    let mut map = serde_json::Map::new();
+    for (key, value) in entries {
+        put(&mut map, key, value.as_ref());
+    }
+    Value::Object(map)
+}
+
+fn get_u64(value: &Value, key: &str) -> Option<u64> {
+    value.get(key).and_then(Value::as_u64)
+}
+
+fn get_bool(value: &Value, key: &str) -> Option<bool> {
+    value.get(key).and_then(Value::as_bool)
+}
+
+fn strings(value: Option<&Value>) -> Option<Vec<String>> {
+    value?
+        .as_array()?
+        .iter()
+        .map(|item| item.as_str().map(str::to_owned))
+        .collect()
+}
+
+fn u64s(value: Option<&Value>) -> Option<Vec<u64>> {
+    value?.as_array()?.iter().map(Value::as_u64).collect()
+}
+
+impl Relations {
+    /// The state as JSON, for a store's checkpoint record (docs/format.md §8); read back by
+    /// [`Relations::from_json`]. Holds the growing sets whole (see the module docs).
+    pub fn to_json(&self) -> Value {
+        let b = &self.bounded;
+        let g = &self.growing;
+        let calls: Vec<Value> = b
+            .calls
+            .iter()
+            .map(|call| {
+                object(vec![
+                    ("id", Some(call.id.clone())),
+                    ("name", call.name.clone()),
+                    ("arguments", call.arguments.clone()),
+                    ("started", Some(call.started.into())),
+                    ("resolved", Some(call.resolved.into())),
+                ])
+            })
+            .collect();
+        let chains: Vec<Value> = b
+            .chains
+            .iter()
+            .map(|chain| {
+                object(vec![
+                    ("step", Some(chain.key.0.clone().into())),
+                    ("provider", Some(chain.key.1.clone().into())),
+                    ("policyKey", Some(chain.key.2.clone().into())),
+                    ("retry", Some(chain.retry.into())),
+                    ("retryId", chain.retry_id.clone()),
+                ])
+            })
+            .collect();
+        let compaction = b.compaction.as_ref().map(|open| {
+            object(vec![
+                ("compactionId", open.compaction_id.clone()),
+                ("sourceCommandId", open.source_command_id.clone()),
+                ("turn", open.turn.clone()),
+                ("summary", Some(open.summary.into())),
+            ])
+        });
+        let head = object(vec![
+            ("head", b.head.head.map(Value::from)),
+            ("surfaceStarted", Some(b.head.surface_started.into())),
+            (
+                "openStep",
+                b.head.open_step.as_ref().map(|(turn, step)| {
+                    object(vec![("turn", turn.clone()), ("step", step.clone())])
+                }),
+            ),
+        ]);
+        let sorted = |set: &HashSet<String>| {
+            let mut list: Vec<&String> = set.iter().collect();
+            list.sort();
+            Value::from(list.into_iter().cloned().collect::<Vec<_>>())
+        };
+        let command_ids = sorted(&g.command_ids);
+        let retry_ids = sorted(&g.retry_ids);
+        let mut scheduled: Vec<(&(String, u64), &Scheduled)> = g.scheduled.iter().collect();
+        scheduled.sort_by(|a, b| a.0.cmp(b.0));
+        let scheduled: Vec<Value> = scheduled
+            .into_iter()
+            .map(|((id, retry), at)| {
+                object(vec![
+                    ("retryId", Some(id.clone().into())),
+                    ("retry", Some((*retry).into())),
+                    ("turn", at.turn.clone()),
+                    ("step", at.step.clone()),
+                    ("started", Some(at.started.into())),
+                ])
+            })
+            .collect();
+        let mut roots: Vec<(&String, &String)> = g.ptc_roots.iter().collect();
+        roots.sort();
+        let roots: Vec<Value> = roots
+            .into_iter()
+            .map(|(sub, root)| Value::from(vec![sub.clone(), root.clone()]))
+            .collect();
+        let mut starts: Vec<(&String, &PtcStart)> = g.ptc_starts.iter().collect();
+        starts.sort_by(|a, b| a.0.cmp(b.0));
+        let starts: Vec<Value> = starts
+            .into_iter()
+            .map(|(sub, start)| {
+                object(vec![
+                    ("subCallId", Some(sub.clone().into())),
+                    ("rootCallId", start.root.clone()),
+                    ("parentCallId", start.parent.clone()),
+                    ("name", start.name.clone()),
+                    ("arguments", start.arguments.clone()),
+                    ("settled", Some(start.settled.into())),
+                ])
+            })
+            .collect();
+        object(vec![
+            ("openTurn", b.open_turn.map(Value::from)),
+            ("nextTurn", Some(b.next_turn.into())),
+            ("openStep", b.open_step.map(Value::from)),
+            ("nextStep", Some(b.next_step.into())),
+            ("calls", Some(calls.into())),
+            ("provider", b.provider.clone()),
+            ("chains", Some(chains.into())),
+            ("compaction", compaction),
+            ("head", Some(head)),
+            ("commandIds", Some(command_ids)),
+            ("commandSeqs", Some(g.command_seqs.clone().into())),
+            ("retryIds", Some(retry_ids)),
+            ("scheduled", Some(scheduled.into())),
+            ("humanUsers", Some(g.human_users.clone().into())),
+            ("ptcRoots", Some(roots.into())),
+            ("ptcStarts", Some(starts.into())),
+        ])
+    }
+
+    /// Reads what [`Relations::to_json`] wrote; `None` for anything else.
+    pub fn from_json(value: &Value) -> Option<Relations> {
+        let list = |key: &str| value.get(key).and_then(Value::as_array);
+        let calls = list("calls")?
+            .iter()
+            .map(|call| {
+                Some(Call {
+                    id: call.get("id")?.clone(),
+                    name: call.get("name").cloned(),
+                    arguments: call.get("arguments").cloned(),
+                    started: get_bool(call, "started")?,
+                    resolved: get_bool(call, "resolved")?,
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let text =
+            |value: &Value, key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
+        let chains = list("chains")?
+            .iter()
+            .map(|chain| {
+                Some(Chain {
+                    key: (
+                        text(chain, "step")?,
+                        text(chain, "provider")?,
+                        text(chain, "policyKey")?,
+                    ),
+                    retry: get_u64(chain, "retry")?,
+                    retry_id: chain.get("retryId").cloned(),
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let compaction = match value.get("compaction") {
+            None => None,
+            Some(open) => Some(OpenCompaction {
+                compaction_id: open.get("compactionId").cloned(),
+                source_command_id: open.get("sourceCommandId").cloned(),
+                turn: open.get("turn").cloned(),
+                summary: get_bool(open, "summary")?,
+            }),
+        };
+        let head_value = value.get("head")?;
+        let head = Head {
+            head: match head_value.get("head") {
+                None => None,
+                Some(seq) => Some(seq.as_u64()?),
+            },
+            surface_started: get_bool(head_value, "surfaceStarted")?,
+            open_step: head_value
+                .get("openStep")
+                .map(|open| (open.get("turn").cloned(), open.get("step").cloned())),
+        };
+        let optional_u64 = |key: &str| match value.get(key) {
+            None => Some(None),
+            Some(number) => number.as_u64().map(Some),
+        };
+        let bounded = Bounded {
+            open_turn: optional_u64("openTurn")?,
+            next_turn: get_u64(value, "nextTurn")?,
+            open_step: optional_u64("openStep")?,
+            next_step: get_u64(value, "nextStep")?,
+            calls,
+            provider: value.get("provider").cloned(),
+            chains,
+            compaction,
+            head,
+        };
+        let scheduled = list("scheduled")?
+            .iter()
+            .map(|entry| {
+                Some((
+                    (text(entry, "retryId")?, get_u64(entry, "retry")?),
+                    Scheduled {
+                        turn: entry.get("turn").cloned(),
+                        step: entry.get("step").cloned(),
+                        started: get_bool(entry, "started")?,
+                    },
+                ))
+            })
+            .collect::<Option<HashMap<_, _>>>()?;
+        let ptc_roots = list("ptcRoots")?
+            .iter()
+            .map(|pair| {
+                let pair = strings(Some(pair))?;
+                match &pair[..] {
+                    [sub, root] => Some((sub.clone(), root.clone())),
+                    _ => None,
+                }
+            })
+            .collect::<Option<HashMap<_, _>>>()?;
+        let ptc_starts = list("ptcStarts")?
+            .iter()
+            .map(|start| {
+                Some((
+                    text(start, "subCallId")?,
+                    PtcStart {
+                        root: start.get("rootCallId").cloned(),
+                        parent: start.get("parentCallId").cloned(),
+                        name: start.get("name").cloned(),
+                        arguments: start.get("arguments").cloned(),
+                        settled: get_bool(start, "settled")?,
+                    },
+                ))
+            })
+            .collect::<Option<HashMap<_, _>>>()?;
+        let growing = Growing {
+            command_ids: strings(value.get("commandIds"))?.into_iter().collect(),
+            command_seqs: u64s(value.get("commandSeqs"))?,
+            retry_ids: strings(value.get("retryIds"))?.into_iter().collect(),
+            scheduled,
+            human_users: u64s(value.get("humanUsers"))?,
+            ptc_roots,
+            ptc_starts,
+        };
+        Some(Relations {
+            bounded,
+            growing,
+            journal: Vec::new(),
+            undo: Vec::new(),
+        })
+    }
+}

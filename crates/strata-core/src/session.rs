@@ -1158,6 +1158,7 @@ impl Session {
             last_inherited_marker: self.last_inherited_marker,
             latest: self.latest.entries(),
             turn: self.turn_state(),
+            relations: Some(self.relations.clone()),
         })
     }
 
@@ -1333,6 +1334,16 @@ impl Session {
         self.latest = Latest::from_entries(&checkpoint.latest);
         self.last_inherited_marker = checkpoint.last_inherited_marker;
         self.turn_base = Some(checkpoint.turn);
+        self.relations = match checkpoint.relations {
+            Some(relations) => relations,
+            None if self.surface_only => Relations::new(),
+            None => {
+                return Err(ResumeError::mismatch(
+                    None,
+                    "the checkpoint holds no relational state (written before strata enforced upstream's relational rules)",
+                ))
+            }
+        };
         Ok(())
     }
 
