@@ -35,7 +35,14 @@ pub fn plan_repair(
     rows: Vec<RawEvent>,
     marker_time: i64,
 ) -> Result<(Resumed, Vec<Arc<Event>>), strata_core::AcceptError> {
-    let resumed = restore_resumed(header, rows, SeedOptions { marker_time })?;
+    let resumed = restore_resumed(
+        header,
+        rows,
+        SeedOptions {
+            marker_time,
+            ..SeedOptions::default()
+        },
+    )?;
     let added = repair_events(&resumed);
     Ok((resumed, added))
 }
@@ -51,7 +58,13 @@ pub fn repair_stored(
     let mut added: Vec<Arc<Event>> = Vec::new();
     let mut load = |stream: &mut LogStream<'_>| -> Result<(), StoreError> {
         // Streamed like a load: the rows are never all held at once.
-        let resumed = resume_stream(stream, SeedOptions { marker_time })?;
+        let resumed = resume_stream(
+            stream,
+            SeedOptions {
+                marker_time,
+                ..SeedOptions::default()
+            },
+        )?;
         added = repair_events(&resumed);
         Ok(())
     };

@@ -364,6 +364,49 @@ fn accept_checked(
     Ok((event, plan))
 }
 
+/// The head and relational rules (docs/rules.md: S9–S13, R1–R53) on an event the rules above
+/// accepted, against `relations` and the surface before the event; V3 logs only (older
+/// generations keep their own rule sets). Errors are located and worded like the other rules'.
+pub(crate) fn relate(
+    context: &Context<'_>,
+    relations: &crate::relations::Relations,
+    session_id: &str,
+    event: &Event,
+    skip_r39: bool,
+) -> Result<crate::relations::Change, AcceptError> {
+    if context.generation != Generation::V3 || context.path == Path::Fold {
+        return Ok(crate::relations::Change::default());
+    }
+    relations
+        .check(event, context.surface.nodes(), session_id, skip_r39)
+        .map_err(|error| locate_related(context, event, error))
+}
+
+/// The head rules alone (S9–S13) on an event after `head`, located like [`relate`]'s errors.
+pub(crate) fn relate_head(
+    context: &Context<'_>,
+    head: &crate::relations::Head,
+    event: &Event,
+) -> Result<crate::relations::Head, AcceptError> {
+    crate::relations::head_rules_of(head, event)
+        .map_err(|error| locate_related(context, event, error))
+}
+
+fn locate_related(context: &Context<'_>, event: &Event, error: AcceptError) -> AcceptError {
+    let error = error.at_seq(event.seq.get());
+    match context.path {
+        Path::Seed | Path::Restore => AcceptError {
+            message: format!(
+                "invalid seed event at index {}: {}",
+                context.index, error.message
+            ),
+            ..error
+        }
+        .at_index(context.index),
+        Path::Append | Path::Fold | Path::Adopt => error,
+    }
+}
+
 /// Accepts an event another log already accepted (replay, fork, in-memory
 /// restore): the same rules as a stored row, without re-decoding or copying —
 /// the caller commits the very same `Arc<Event>`.
@@ -1347,9 +1390,15 @@ fn plan_relational(context: &Context<'_>, event: &Event) -> Result<SurfacePlan, 
             .event(nodes[0])
             .is_some_and(|head| head.event_type == EventType::SystemMessage);
         if head_is_system && (event.event_type != EventType::SystemMessage || shadowed.len() != 1) {
+            // Upstream's S11/S12 texts follow strata's own (docs/rules.md).
+            let upstream = if event.event_type == EventType::SystemMessage {
+                "system/message must replace exactly the current system head"
+            } else {
+                "surface replacement cannot shadow the protected system head"
+            };
             return Err(AcceptError::new(
                 Rule::SystemHeadProtected,
-                "surface replace: node 0 holds the system prompt and may be rewritten only by a system/message over exactly that node",
+                format!("surface replace: node 0 holds the system prompt and may be rewritten only by a system/message over exactly that node ({upstream})"),
             ));
         }
     }

@@ -42,6 +42,11 @@ pub struct Checkpoint {
     pub latest: Vec<(EventType, Seq)>,
     /// The turn left open at the end of the covered prefix (what repair would close).
     pub turn: TurnState,
+    /// The state of upstream's relational and head rules after the covered prefix
+    /// (docs/rules.md, "Lazy sessions"). `None` in a record written before strata enforced
+    /// them: [`Session::resume`](crate::Session::resume) then refuses the checkpoint as not
+    /// fitting, and the store restores the whole log.
+    pub relations: Option<crate::relations::Relations>,
 }
 
 impl Checkpoint {

@@ -262,6 +262,9 @@ pub fn fork_session(
         header,
         seed.events,
         Some(seed.inherited_count),
-        SeedOptions { marker_time },
+        SeedOptions {
+            marker_time,
+            surface_only: source.is_surface_only(),
+        },
     )?)
 }

@@ -37,6 +37,7 @@ pub use log::{EventSource, SourceError};
 pub use message::{project, projected_message, Message};
 pub use pairing::{check_tool_pairing, PairingError};
 pub use precheck::PrecheckedRow;
+pub use relations::Relations;
 pub use repair::{
     interrupted_turn_closers, open_turn_closers, CloseCause, Closers, OpenCall, StoredTurnScan,
     TurnState, TOOL_NOT_STARTED_TEXT,
@@ -77,6 +78,7 @@ mod log;
 mod message;
 mod pairing;
 mod precheck;
+mod relations;
 mod repair;
 mod request;
 mod rule;

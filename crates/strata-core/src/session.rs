@@ -23,7 +23,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde_json::Value;
 
 use crate::accept::{
-    accept_envelope, accept_raw, accept_row_local, Context, Envelope, EventLookup, Path, Window,
+    accept_envelope, accept_existing, accept_raw, accept_row_local, relate, relate_head, Context,
+    Envelope, EventLookup, Path, Window,
 };
 use crate::candidate::Candidate;
 use crate::checkpoint::{Checkpoint, ResumeError};
@@ -36,6 +37,48 @@ use crate::log::{EventSource, Log};
 use crate::message::{project, Message};
 use crate::payload::EndSeed;
 use crate::precheck::{Checked, PrecheckedRow};
+
+/// One row of a seed or restore, in whichever form its path holds it.
+enum Row {
+    /// A stored row.
+    Raw(RawEvent),
+    /// A row checked ahead.
+    Checked(Checked),
+    /// An event accepted before.
+    Shared(Arc<Event>),
+}
+
+impl Row {
+    /// Every rule but the relational ones.
+    fn accept(self, context: &Context<'_>) -> Result<(Arc<Event>, SurfacePlan), AcceptError> {
+        match self {
+            Row::Raw(raw) => accept_raw(context, raw).map(|(event, plan)| (Arc::new(event), plan)),
+            Row::Checked(Checked::Accepted(event)) => {
+                let plan = accept_existing(context, &event)?;
+                Ok((Arc::new(event), plan))
+            }
+            Row::Checked(Checked::Rejected(error)) => Err(*error),
+            Row::Checked(Checked::Deferred(raw)) => {
+                accept_raw(context, *raw).map(|(event, plan)| (Arc::new(event), plan))
+            }
+            Row::Shared(event) => accept_existing(context, &event).map(|plan| (event, plan)),
+        }
+    }
+
+    /// The event-local rules only (upstream's first pass without the head rules).
+    fn local(self, context: &Context<'_>) -> Result<Arc<Event>, AcceptError> {
+        match self {
+            Row::Raw(raw) => accept_row_local(context, raw, None).map(Arc::new),
+            Row::Checked(Checked::Accepted(event)) => Ok(Arc::new(event)),
+            Row::Checked(Checked::Rejected(error)) => Err(*error),
+            Row::Checked(Checked::Deferred(raw)) => {
+                accept_row_local(context, *raw, None).map(Arc::new)
+            }
+            Row::Shared(event) => Ok(event),
+        }
+    }
+}
+use crate::relations::{Change, Relations};
 use crate::repair::{CloseCause, TurnState};
 use crate::request::canonical_header;
 use crate::rule::{AcceptError, Rule};
@@ -77,6 +120,13 @@ pub struct Session {
     /// Surface undo records of every commit since the outermost open batch
     /// began. Invariant: empty when `batches` is.
     undo: Vec<SurfaceUndo>,
+    /// The relational rules' state after the whole log (docs/rules.md); journals one mark
+    /// per open batch.
+    relations: Relations,
+    /// Whether the relational rules are off ([`SeedOptions::surface_only`]).
+    surface_only: bool,
+    /// Set while [`Session::extend_restored`] runs: tagged end-seed markers are refused.
+    extending: bool,
 }
 
 /// What rolling one open batch back needs.
@@ -97,6 +147,7 @@ struct BatchFrame {
 pub struct AppendPlan {
     event: Event,
     surface: SurfacePlan,
+    change: Change,
 }
 
 impl AppendPlan {
@@ -121,6 +172,10 @@ pub struct StalePlanError {
 pub struct SeedOptions {
     /// Time of a constructor-added `session/end-seed` marker (core has no clock).
     pub marker_time: i64,
+    /// Run only the event-local and surface rules, not upstream's relational and head rules
+    /// (docs/rules.md, "Surface-only sessions"): for the ported session-core surface cases,
+    /// which judge surface transitions outside any turn. Never set on a store's path.
+    pub surface_only: bool,
 }
 
 /// The result of an offline fold (`fold_surface`).
@@ -137,12 +192,22 @@ pub struct Fold {
 impl Session {
     /// A fresh session with no events.
     pub fn create(header: SessionHeader) -> Result<Session, AcceptError> {
+        Session::create_with(header, SeedOptions::default())
+    }
+
+    /// [`Session::create`] with `options` (only [`SeedOptions::surface_only`] applies).
+    pub fn create_with(
+        header: SessionHeader,
+        options: SeedOptions,
+    ) -> Result<Session, AcceptError> {
         if header.is_seeded() {
             return Err(seed_error(
                 "seeded session requires an explicit constructor seed",
             ));
         }
-        Ok(Session::empty(header))
+        let mut session = Session::empty(header);
+        session.surface_only = options.surface_only;
+        Ok(session)
     }
 
     /// A session whose log starts with `seed` (validated like any stored log,
@@ -156,6 +221,7 @@ impl Session {
         options: SeedOptions,
     ) -> Result<Session, AcceptError> {
         let mut session = Session::empty(header);
+        session.surface_only = options.surface_only;
         session.seed(seed, Path::Seed)?;
         let seed_len = session.log.len();
         let seeded = session.header.is_seeded();
@@ -298,6 +364,7 @@ impl Session {
         load: impl FnOnce(&mut Session) -> Result<(), E>,
     ) -> Result<Session, E> {
         let mut session = Session::empty(header);
+        session.surface_only = options.surface_only;
         load(&mut session)?;
         let log_len = session.log.len();
         session.first_live_seq = log_len;
@@ -357,6 +424,9 @@ impl Session {
             last_inherited_marker: None,
             batches: Vec::new(),
             undo: Vec::new(),
+            relations: Relations::new(),
+            surface_only: false,
+            extending: false,
         }
     }
 
@@ -376,49 +446,18 @@ impl Session {
         path: Path,
         first_index: u64,
     ) -> Result<(), AcceptError> {
-        for (index, raw) in (first_index..).zip(rows) {
-            let (event, plan) = {
-                let context = Context {
-                    generation: self.generation,
-                    path,
-                    surface: &self.surface,
-                    lookup: &self.log,
-                    expected_seq: self.log.next_seq(),
-                    index,
-                };
-                accept_raw(&context, raw)?
-            };
-            self.commit_accepted(event, &plan);
-        }
-        Ok(())
+        self.seed_rows(rows.into_iter().map(Row::Raw), path, first_index)
     }
 
     fn seed_prechecked(
         &mut self,
         rows: impl IntoIterator<Item = PrecheckedRow>,
     ) -> Result<(), AcceptError> {
-        for (index, row) in (0u64..).zip(rows) {
-            let context = Context {
-                generation: self.generation,
-                path: Path::Restore,
-                surface: &self.surface,
-                lookup: &self.log,
-                expected_seq: self.log.next_seq(),
-                index,
-            };
-            match row.0 {
-                Checked::Accepted(event) => {
-                    let plan = crate::accept::accept_existing(&context, &event)?;
-                    self.commit_accepted(event, &plan);
-                }
-                Checked::Rejected(error) => return Err(*error),
-                Checked::Deferred(raw) => {
-                    let (event, plan) = accept_raw(&context, *raw)?;
-                    self.commit_accepted(event, &plan);
-                }
-            }
-        }
-        Ok(())
+        self.seed_rows(
+            rows.into_iter().map(|row| Row::Checked(row.0)),
+            Path::Restore,
+            0,
+        )
     }
 
     fn seed_accepted(
@@ -427,21 +466,164 @@ impl Session {
     ) -> Result<(), AcceptError> {
         let events = events.into_iter();
         self.log.reserve(events.size_hint().0);
-        for (index, event) in events.enumerate() {
-            let plan = {
-                let context = Context {
-                    generation: self.generation,
-                    path: Path::Restore,
-                    surface: &self.surface,
-                    lookup: &self.log,
-                    expected_seq: self.log.next_seq(),
-                    index: index as u64,
-                };
-                crate::accept::accept_existing(&context, &event)?
+        self.seed_rows(events.map(Row::Shared), Path::Restore, 0)
+    }
+
+    /// The loop of every seed and restore path, in upstream's evaluation order (docs/rules.md,
+    /// "Evaluation order"): a refusal of the second pass (relational rules, the surface fold)
+    /// gives way to a first-pass refusal (event-local and head rules) of any later row, and
+    /// R39 at a turn boundary is held until the rows after it show whether a
+    /// `session/end-seed` makes the open compaction stale.
+    fn seed_rows(
+        &mut self,
+        rows: impl Iterator<Item = Row>,
+        path: Path,
+        first_index: u64,
+    ) -> Result<(), AcceptError> {
+        let mut rows = (first_index..).zip(rows);
+        // The first R39 refusal, while a later end-seed may still excuse it.
+        let mut pending: Option<AcceptError> = None;
+        while let Some((index, row)) = rows.next() {
+            let next_seq = self.log.next_seq();
+            let accepted = {
+                let context = self.context(path, index, next_seq);
+                row.accept(&context)
             };
-            self.commit_shared(event, &plan);
+            let (event, plan) = match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    let head = self.relations.head().clone();
+                    return Err(self.settle(error, pending, head, next_seq.get() + 1, rows, path));
+                }
+            };
+            let related = {
+                let context = self.context(path, index, next_seq);
+                match self.relate_with(&context, &event, false) {
+                    Err(error)
+                        if error.rule == Rule::TurnCrossesCompaction && path != Path::Append =>
+                    {
+                        pending.get_or_insert(error);
+                        self.relate_with(&context, &event, true)
+                    }
+                    other => other,
+                }
+            };
+            let change = match related {
+                Ok(change) => change,
+                Err(error) => {
+                    let context = self.context(path, index, next_seq);
+                    let head = relate_head(&context, self.relations.head(), &event)
+                        .unwrap_or_else(|_| self.relations.head().clone());
+                    // A `compaction/end` settles a held R39: the start is not stale.
+                    let (error, pending) = match pending {
+                        Some(held) if event.event_type.as_str() == "compaction/end" => (held, None),
+                        pending => (error, pending),
+                    };
+                    return Err(self.settle(error, pending, head, next_seq.get() + 1, rows, path));
+                }
+            };
+            if pending.is_some() {
+                match event.event_type.as_str() {
+                    // The open compaction is stale: R39 did not apply.
+                    "session/end-seed" if self.relations.compaction_open() => pending = None,
+                    "compaction/end" => {
+                        let head = self.relations.head().clone();
+                        let error = pending
+                            .take()
+                            .unwrap_or_else(|| AcceptError::new(Rule::TurnCrossesCompaction, ""));
+                        return Err(self.settle(error, None, head, next_seq.get() + 1, rows, path));
+                    }
+                    _ => {}
+                }
+            }
+            // Like `plan`: a tagged marker past the constructor would change the inherited
+            // count a full restore derives.
+            if self.extending && self.generation >= Generation::V2 && is_inherited_marker(&event) {
+                return Err(stray_marker_error(event.seq.get()).at_index(index));
+            }
+            self.commit_shared(event, &plan, change);
         }
-        Ok(())
+        match pending {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+
+    fn context(&self, path: Path, index: u64, expected_seq: Seq) -> Context<'_> {
+        Context {
+            generation: self.generation,
+            path,
+            surface: &self.surface,
+            lookup: &self.log,
+            expected_seq,
+            index,
+        }
+    }
+
+    /// The refusal a seed or restore reports, given the first one found at some row and the
+    /// rows after it: a first-pass refusal stands; a second-pass one gives way to the first
+    /// first-pass refusal of a later row, and to a held R39 refusal (an earlier seq) unless a
+    /// later end-seed makes that compaction stale.
+    fn settle(
+        &self,
+        error: AcceptError,
+        pending: Option<AcceptError>,
+        mut head: crate::relations::Head,
+        mut seq: u64,
+        rest: impl Iterator<Item = (u64, Row)>,
+        path: Path,
+    ) -> AcceptError {
+        if self.surface_only || self.generation != Generation::V3 {
+            return error;
+        }
+        if !crate::relations::is_second_pass(error.rule) {
+            return error;
+        }
+        let mut pending = pending;
+        let mut watching = pending.is_some();
+        for (index, row) in rest {
+            let Ok(expected) = Seq::new(seq) else {
+                break;
+            };
+            let context = self.context(path, index, expected);
+            let event = match row.local(&context) {
+                Ok(event) => event,
+                Err(later) => return later,
+            };
+            match relate_head(&context, &head, &event) {
+                Ok(next) => head = next,
+                Err(later) => return later,
+            }
+            if watching {
+                match event.event_type.as_str() {
+                    "session/end-seed" => {
+                        pending = None;
+                        watching = false;
+                    }
+                    "compaction/end" => watching = false,
+                    _ => {}
+                }
+            }
+            seq += 1;
+        }
+        pending.unwrap_or(error)
+    }
+
+    /// The relational rules on an accepted event (off for a surface-only session).
+    fn relate(&self, context: &Context<'_>, event: &Event) -> Result<Change, AcceptError> {
+        self.relate_with(context, event, false)
+    }
+
+    fn relate_with(
+        &self,
+        context: &Context<'_>,
+        event: &Event,
+        skip_r39: bool,
+    ) -> Result<Change, AcceptError> {
+        if self.surface_only {
+            return Ok(Change::default());
+        }
+        relate(context, &self.relations, self.header.id(), event, skip_r39)
     }
 
     fn append_plain_marker_if_needed(&mut self, time: i64) -> Result<(), AcceptError> {
@@ -460,7 +642,7 @@ impl Session {
     /// tagged form, so it bypasses `plan`'s marker check).
     fn push_marker(&mut self, inherited: bool, time: i64) -> Result<(), AcceptError> {
         let plan = self.plan_unchecked(Candidate::log_only(EndSeed { inherited }), time)?;
-        self.commit_accepted(plan.event, &plan.surface);
+        self.commit_accepted(plan.event, &plan.surface, plan.change);
         Ok(())
     }
 
@@ -500,7 +682,12 @@ impl Session {
             index: seq.get(),
         };
         let (event, surface) = accept_envelope(&context, envelope)?;
-        Ok(AppendPlan { event, surface })
+        let change = self.relate(&context, &event)?;
+        Ok(AppendPlan {
+            event,
+            surface,
+            change,
+        })
     }
 
     /// Commits a plan made against the current state.
@@ -512,14 +699,14 @@ impl Session {
                 next,
             });
         }
-        Ok(self.commit_accepted(plan.event, &plan.surface))
+        Ok(self.commit_accepted(plan.event, &plan.surface, plan.change))
     }
 
     /// Plans and commits one candidate.
     pub fn append(&mut self, candidate: Candidate, time: i64) -> Result<Arc<Event>, AcceptError> {
         let plan = self.plan(candidate, time)?;
         // A plan made against the current state is never stale.
-        Ok(self.commit_accepted(plan.event, &plan.surface))
+        Ok(self.commit_accepted(plan.event, &plan.surface, plan.change))
     }
 
     /// Appends candidates as one unit: either all are accepted, or none is and
@@ -552,34 +739,19 @@ impl Session {
     ) -> Result<(), AcceptError> {
         let start = self.log.len();
         let mark = self.begin_batch();
-        for (offset, raw) in (0..).zip(rows) {
-            let (event, plan) = {
-                let context = Context {
-                    generation: self.generation,
-                    path: Path::Restore,
-                    surface: &self.surface,
-                    lookup: &self.log,
-                    expected_seq: self.log.next_seq(),
-                    index: start + offset,
-                };
-                match accept_raw(&context, raw) {
-                    Ok(accepted) => accepted,
-                    Err(error) => {
-                        self.rollback(mark);
-                        return Err(error);
-                    }
-                }
-            };
-            // Like `plan`: a tagged marker past the constructor would change
-            // the inherited count a full restore derives.
-            if self.generation >= Generation::V2 && is_inherited_marker(&event) {
-                self.rollback(mark);
-                return Err(stray_marker_error(event.seq.get()).at_index(start + offset));
+        self.extending = true;
+        let result = self.seed_rows(rows.into_iter().map(Row::Raw), Path::Restore, start);
+        self.extending = false;
+        match result {
+            Ok(()) => {
+                self.end_batch(mark);
+                Ok(())
             }
-            self.commit_accepted(event, &plan);
+            Err(error) => {
+                self.rollback(mark);
+                Err(error)
+            }
         }
-        self.end_batch(mark);
-        Ok(())
     }
 
     /// Starts recording undo information; commits after this can be rolled back.
@@ -599,6 +771,7 @@ impl Session {
             latest: self.latest.clone(),
             last_inherited_marker: self.last_inherited_marker,
         });
+        self.relations.mark();
         BatchMark {
             log_len: self.log.len(),
             depth: self.batches.len(),
@@ -610,6 +783,7 @@ impl Session {
     pub fn end_batch(&mut self, mark: BatchMark) {
         if (1..=self.batches.len()).contains(&mark.depth) {
             self.batches.truncate(mark.depth - 1);
+            self.relations.end(mark.depth - 1);
         }
         if self.batches.is_empty() {
             self.undo.clear();
@@ -622,6 +796,7 @@ impl Session {
             return;
         }
         let inner = self.batches.split_off(mark.depth - 1);
+        self.relations.rollback(mark.depth - 1);
         let Some(frame) = inner.into_iter().next() else {
             return;
         };
@@ -644,11 +819,17 @@ impl Session {
         self.epoch += 1;
     }
 
-    fn commit_accepted(&mut self, event: Event, plan: &SurfacePlan) -> Arc<Event> {
-        self.commit_shared(Arc::new(event), plan)
+    fn commit_accepted(&mut self, event: Event, plan: &SurfacePlan, change: Change) -> Arc<Event> {
+        self.commit_shared(Arc::new(event), plan, change)
     }
 
-    fn commit_shared(&mut self, event: Arc<Event>, plan: &SurfacePlan) -> Arc<Event> {
+    fn commit_shared(
+        &mut self,
+        event: Arc<Event>,
+        plan: &SurfacePlan,
+        change: Change,
+    ) -> Arc<Event> {
+        self.relations.apply(change);
         if event.event_type == EventType::SessionEndSeed && is_inherited_marker(&event) {
             self.last_inherited_marker = Some(event.seq.get());
         }
@@ -682,6 +863,11 @@ impl Session {
     /// The header.
     pub fn header(&self) -> &SessionHeader {
         &self.header
+    }
+
+    /// Whether the relational rules are off ([`SeedOptions::surface_only`]).
+    pub fn is_surface_only(&self) -> bool {
+        self.surface_only
     }
 
     /// The session id.
@@ -972,6 +1158,7 @@ impl Session {
             last_inherited_marker: self.last_inherited_marker,
             latest: self.latest.entries(),
             turn: self.turn_state(),
+            relations: Some(self.relations.clone()),
         })
     }
 
@@ -1147,6 +1334,16 @@ impl Session {
         self.latest = Latest::from_entries(&checkpoint.latest);
         self.last_inherited_marker = checkpoint.last_inherited_marker;
         self.turn_base = Some(checkpoint.turn);
+        self.relations = match checkpoint.relations {
+            Some(relations) => relations,
+            None if self.surface_only => Relations::new(),
+            None => {
+                return Err(ResumeError::mismatch(
+                    None,
+                    "the checkpoint holds no relational state (written before strata enforced upstream's relational rules)",
+                ))
+            }
+        };
         Ok(())
     }
 

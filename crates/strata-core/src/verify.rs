@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::accept::{accept_raw, Context, EventLookup, Path};
+use crate::accept::{accept_raw, relate, Context, EventLookup, Path};
 use crate::event::{Event, EventType};
 use crate::generation::Generation;
 use crate::header::SessionHeader;
@@ -37,6 +37,8 @@ pub struct Verifier {
     n_events: u64,
     last_is_end_seed: bool,
     last_inherited_marker: Option<u64>,
+    /// Upstream's relational and head rules' state (docs/rules.md), V3 logs.
+    relations: crate::relations::Relations,
 }
 
 /// What a verified log restores to.
@@ -77,6 +79,7 @@ impl Verifier {
             n_events: 0,
             last_is_end_seed: false,
             last_inherited_marker: None,
+            relations: crate::relations::Relations::new(),
         }
     }
 
@@ -110,7 +113,12 @@ impl Verifier {
                 expected_seq,
                 index: self.n_events,
             };
-            accept_raw(&context, raw)?
+            let (event, plan) = accept_raw(&context, raw)?;
+            // Row by row, so in seq order: R39 is judged without its look-ahead and a
+            // relational refusal is not held for a later row's (docs/rules.md).
+            let change = relate(&context, &self.relations, self.header.id(), &event, false)?;
+            self.relations.apply(change);
+            (event, plan)
         };
         let event = Arc::new(event);
         let undo = self.surface.apply(&plan);

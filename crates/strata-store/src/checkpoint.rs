@@ -19,7 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use strata_core::{Checkpoint, EventType, OpenCall, Seq, TurnState};
+use strata_core::{Checkpoint, EventType, OpenCall, Relations, Seq, TurnState};
 
 /// The first line of every checkpoint record of this version.
 pub const CHECKPOINT_MAGIC: &str = "strata-checkpoint 1";
@@ -89,6 +89,10 @@ struct Body {
     /// `[type tag, seq]` of the latest event of each type.
     latest: Vec<(String, u64)>,
     turn: TurnBody,
+    /// The relational rules' state ([`strata_core::Relations::to_json`]); absent in records
+    /// written before strata enforced them, which resume then sets aside.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    relations: Option<Value>,
 }
 
 /// [`TurnState`] on the wire: a bracket is absent when closed, `{}` when open without a
@@ -167,6 +171,7 @@ pub fn encode(id: &str, checkpoint: &Checkpoint, evidence: &Evidence) -> Vec<u8>
                 })
                 .collect(),
         },
+        relations: checkpoint.relations.as_ref().map(Relations::to_json),
     };
     // Serializing plain data into a Vec cannot fail.
     let json = serde_json::to_vec(&body).unwrap_or_default();
@@ -248,6 +253,13 @@ pub fn decode(bytes: &[u8]) -> Result<(String, Evidence, Checkpoint), Checkpoint
             turn: body.turn.turn.map(|bracket| bracket.value),
             step: body.turn.step.map(|bracket| bracket.value),
             pending,
+        },
+        relations: match body.relations {
+            None => None,
+            Some(value) => Some(
+                Relations::from_json(&value)
+                    .ok_or_else(|| shape("the relational state does not decode".to_owned()))?,
+            ),
         },
     };
     Ok((body.session_id, body.evidence, checkpoint))

@@ -644,6 +644,7 @@ impl Store {
         let mut load = |stream: &mut LogStream<'_>| {
             let options = SeedOptions {
                 marker_time: now_ms(),
+                ..SeedOptions::default()
             };
             let from = stream.first_seq();
             let session = restore_stream(stream, Some(CloseCause::Interrupted), options)?;

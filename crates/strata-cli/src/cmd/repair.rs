@@ -29,6 +29,7 @@ pub(crate) fn run(file: &Path, dry_run: bool, format: Format) -> anyhow::Result<
         // Planned as the repair itself runs: the rows stream into the resumed session.
         let options = SeedOptions {
             marker_time: system_clock_ms(),
+            ..SeedOptions::default()
         };
         let resumed = resolve(file, None).and_then(|input| {
             let label = input.label();

@@ -13,7 +13,15 @@ fn header() -> SessionHeader {
 }
 
 fn added(rows: Vec<RawEvent>) -> Vec<Value> {
-    let resumed = restore_resumed(header(), rows, SeedOptions { marker_time: 7 }).unwrap();
+    let resumed = restore_resumed(
+        header(),
+        rows,
+        SeedOptions {
+            marker_time: 7,
+            ..SeedOptions::default()
+        },
+    )
+    .unwrap();
     resumed.session.events()[resumed.n_stored..]
         .iter()
         .map(|event| json!({"type": event.event_type().as_str(), "data": event.data()}))
@@ -47,10 +55,11 @@ fn closed_and_stale_brackets_are_left_alone() {
         "compaction/start",
         json!({"compactionId": "c1", "turn": null}),
     );
+    // A failed end (no summary, so it carries an error: docs/rules.md R49).
     let end = row(
         1,
         "compaction/end",
-        json!({"compactionId": "c1", "turn": null}),
+        json!({"compactionId": "c1", "turn": null, "error": {"message": "failed"}}),
     );
     let marker = row(1, "session/end-seed", json!({}));
     let marker_only = [json!({"type": "session/end-seed", "data": {}})];

@@ -252,8 +252,13 @@ pub fn append_prompt(session: &mut Session, id: &str, text: &str) {
 
 /// A fresh session with a system prompt, a request header and context.
 pub fn fresh_session(id: &str, window: u64) -> Session {
+    fresh_session_with(id, window, strata_core::SeedOptions::default())
+}
+
+/// [`fresh_session`] created with `options` (e.g. surface-only, docs/rules.md).
+pub fn fresh_session_with(id: &str, window: u64, options: strata_core::SeedOptions) -> Session {
     let header = strata_core::SessionHeader::fresh(id, 1_700_000_000_000).expect("header");
-    let mut session = Session::create(header).expect("session");
+    let mut session = Session::create_with(header, options).expect("session");
     let time = 1_700_000_000_000;
     let batch = vec![
         Candidate::log_only(payload::TurnStart { turn: 1 }),

@@ -73,8 +73,15 @@ fn reopening_closes_the_bracket_and_writes_no_replacement() {
         "the torn line is reported, not returned"
     );
     assert_eq!(stored.events.len(), start + 1);
-    let resumed =
-        restore_resumed(stored.header, stored.events, SeedOptions { marker_time: 5 }).unwrap();
+    let resumed = restore_resumed(
+        stored.header,
+        stored.events,
+        SeedOptions {
+            marker_time: 5,
+            ..SeedOptions::default()
+        },
+    )
+    .unwrap();
     let repaired = resumed.session;
     assert_eq!(resumed.n_stored, start + 1);
     // The bracket closes first, then the open turn, then the end-seed marker.
@@ -249,7 +256,10 @@ fn a_streamed_resume_equals_the_resume_of_all_rows() {
         let path = dir.path().join(format!("cut-{cut}.v3.jsonl"));
         write_log(&path, session.header(), &session.events()[..cut]).unwrap();
         let stored = read_log(&path).unwrap();
-        let options = SeedOptions { marker_time: 7 };
+        let options = SeedOptions {
+            marker_time: 7,
+            ..SeedOptions::default()
+        };
         let held = restore_resumed(stored.header, stored.events, options).unwrap();
         let mut stream = scan_log(&path).unwrap();
         let streamed = resume_stream(&mut stream, options).unwrap();

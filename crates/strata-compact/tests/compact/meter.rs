@@ -9,14 +9,26 @@ use strata_core::{payload, Candidate, Placement, Session, SurfaceIntent};
 
 use crate::common::{fresh_session, last_time, synth};
 
+/// One answer in a step of its own (docs/rules.md R5, R8: a settlement lies in an open step).
 fn answer(session: &mut Session, id: &str, text: &str, usage: Option<serde_json::Value>) {
     let time = last_time(session);
+    let step = session
+        .latest(&strata_core::EventType::StepStart)
+        .and_then(|event| event.u64_field("step"))
+        .unwrap_or(0)
+        + 1;
+    session
+        .append(
+            Candidate::log_only(payload::StepStart { turn: 1, step }),
+            time,
+        )
+        .unwrap();
     session
         .append(
             Candidate::surface(
                 payload::AssistantMessage {
                     turn: 1,
-                    step: 1,
+                    step,
                     message: payload::assistant_message(
                         id,
                         vec![payload::text_block(text)],
@@ -29,6 +41,12 @@ fn answer(session: &mut Session, id: &str, text: &str, usage: Option<serde_json:
                 },
                 Placement::append(),
             ),
+            time,
+        )
+        .unwrap();
+    session
+        .append(
+            Candidate::log_only(payload::StepEnd { turn: 1, step }),
             time,
         )
         .unwrap();

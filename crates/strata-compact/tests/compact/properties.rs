@@ -161,6 +161,8 @@ proptest! {
         threshold in 100_usize..1_000,
     ) {
         let mut session = synth(events, seed, compact_every, 0.0, content_bytes);
+        // Pruning runs inside an open turn, as the agent loop's pre-step does (R16).
+        open_turn(&mut session);
         let config = PrunerConfig { threshold_chars: threshold, head_chars: threshold / 3, tail_chars: threshold / 4 };
         let pruner = Pruner::new(config).unwrap();
         let old_nodes = session.surface().nodes().to_vec();

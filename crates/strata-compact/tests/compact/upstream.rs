@@ -159,9 +159,30 @@ fn pruning_lands_only_inside_an_open_turn() {
             n_results: plan.results.len()
         }
     );
-    // What `strata prune` used to append after the session's last turn/end.
+    // What `strata prune` used to append after the session's last turn/end: the core refuses
+    // it with upstream's rule and text (docs/rules.md R16) ...
+    let refused = oversized()
+        .append_batch(plan.candidates.clone(), 0)
+        .unwrap_err();
+    assert_eq!(
+        refused.rule,
+        strata_core::Rule::ToolResultReplaceOutsideTurn
+    );
+    assert_eq!(
+        refused.message,
+        "tool/result replacement is outside an open turn"
+    );
+    // ... and so does upstream, on a surface-only copy that holds it anyway.
     if let Ok(oracle) = FormatOracle::find() {
-        let mut after_turn = oversized();
+        let finished = oversized();
+        let options = strata_core::SeedOptions {
+            surface_only: true,
+            ..strata_core::SeedOptions::default()
+        };
+        let mut after_turn = Session::create_with(finished.header().clone(), options).unwrap();
+        after_turn
+            .extend_restored(finished.to_raw_events())
+            .unwrap();
         after_turn.append_batch(plan.candidates, 0).unwrap();
         let path = write_log("prune-after-turn-end", &after_turn).unwrap();
         let verdict = oracle.check(std::slice::from_ref(&path)).unwrap().remove(0);

@@ -116,7 +116,7 @@ fn canonical_envelopes_14_restore_folds_request_header() {
     let error = strata_core::Session::restore(
         header("s"),
         crate::harness::raw_events(&rows(r#"{"$":"H","$header":{"tools":[]}}"#)),
-        strata_core::SeedOptions::default(),
+        crate::harness::SURFACE_ONLY,
     )
     .err()
     .unwrap();

@@ -6,9 +6,7 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use strata_core::{
-    payload, Candidate, Placement, RawEvent, SeedOptions, Seq, Session, SurfaceIntent,
-};
+use strata_core::{payload, Candidate, Placement, RawEvent, Seq, Session, SurfaceIntent};
 
 use crate::harness::{candidate, header, live, parse_json, rows, scratch_messages};
 
@@ -17,7 +15,7 @@ fn replayed_messages(session: &Session) -> Vec<serde_json::Value> {
     let replay = Session::restore(
         header("replay"),
         session.to_raw_events(),
-        SeedOptions::default(),
+        crate::harness::SURFACE_ONLY,
     )
     .unwrap();
     scratch_messages(&replay)
@@ -55,7 +53,7 @@ fn derived_cache_equals_scratch_replay_as_the_log_grows() {
 {"$":"U"}
 "#,
     );
-    let mut session = Session::create(header("s")).unwrap();
+    let mut session = crate::harness::create(header("s")).unwrap();
     for (index, row) in log.iter().enumerate() {
         let (candidate, time) = candidate(&parse_json(row), index).unwrap();
         session.append(candidate, time).unwrap();

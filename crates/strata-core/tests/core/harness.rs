@@ -495,7 +495,7 @@ pub fn header(id: &str) -> SessionHeader {
 /// A live session holding exactly `rows` (no end-seed marker): created
 /// empty, then extended under restore rules. Panics if a row is rejected.
 pub fn live(id: &str, rows: &[String]) -> Session {
-    let mut session = Session::create(header(id)).expect("fresh session");
+    let mut session = Session::create_with(header(id), SURFACE_ONLY).expect("fresh session");
     session
         .extend_restored(raw_events(rows))
         .unwrap_or_else(|error| panic!("live log rejected: {}", render_error(&error)));
@@ -621,8 +621,12 @@ pub fn assert_consistent(session: &Session) {
         .iter()
         .map(|line| RawEvent::from_json_str(line).expect("written line parses"))
         .collect();
-    let restored = Session::restore(session.header().clone(), reread, SeedOptions::default())
-        .unwrap_or_else(|error| {
+    let options = SeedOptions {
+        surface_only: session.is_surface_only(),
+        ..SeedOptions::default()
+    };
+    let restored =
+        Session::restore(session.header().clone(), reread, options).unwrap_or_else(|error| {
             panic!(
                 "restore of written log failed: {}\n{}",
                 render_error(&error),
@@ -691,7 +695,7 @@ fn render_session(session: &Session, show_events: bool) -> String {
     text
 }
 
-fn run_path(path: Path, rows: &[String], show_events: bool) -> String {
+fn run_path(path: Path, rows: &[String], show_events: bool, options: SeedOptions) -> String {
     let values: Vec<Value> = rows.iter().map(|row| parse_json(row)).collect();
     match path {
         Path::Append | Path::Batch => {
@@ -702,7 +706,7 @@ fn run_path(path: Path, rows: &[String], show_events: bool) -> String {
                     Err(reason) => return format!("n/a ({reason})"),
                 }
             }
-            let mut session = Session::create(header("case")).expect("fresh session");
+            let mut session = Session::create_with(header("case"), options).expect("fresh session");
             if path == Path::Batch {
                 let time = candidates.first().map_or(0, |(_, time)| *time);
                 let before = Snapshot::of(&session);
@@ -740,7 +744,7 @@ fn run_path(path: Path, rows: &[String], show_events: bool) -> String {
         }
         Path::Seed => {
             let raws = raw_events(rows);
-            match Session::create_seeded(header("case"), raws, None, SeedOptions::default()) {
+            match Session::create_seeded(header("case"), raws, None, options) {
                 Ok(session) => render_session(&session, show_events),
                 Err(error) => render_error(&error),
             }
@@ -749,8 +753,7 @@ fn run_path(path: Path, rows: &[String], show_events: bool) -> String {
             let raws = raw_events(rows);
             let header = header("case");
             let generation = header.generation();
-            let plain = match Session::restore(header.clone(), raws.clone(), SeedOptions::default())
-            {
+            let plain = match Session::restore(header.clone(), raws.clone(), options) {
                 Ok(session) => render_session(&session, show_events),
                 Err(error) => render_error(&error),
             };
@@ -760,12 +763,8 @@ fn run_path(path: Path, rows: &[String], show_events: bool) -> String {
                 .into_iter()
                 .enumerate()
                 .map(|(index, raw)| PrecheckedRow::check(generation, index as u64, raw));
-            let ahead = match Session::restore_prechecked(
-                header.clone(),
-                prechecked,
-                SeedOptions::default(),
-                None,
-            ) {
+            let ahead = match Session::restore_prechecked(header.clone(), prechecked, options, None)
+            {
                 Ok(session) => render_session(&session, show_events),
                 Err(error) => render_error(&error),
             };
@@ -781,11 +780,10 @@ fn run_path(path: Path, rows: &[String], show_events: bool) -> String {
                 let row = ScannedRow::scan_in(row, Some(&arena)).expect("row is JSON");
                 PrecheckedRow::check_scanned(generation, index as u64, row)
             });
-            let decoded =
-                match Session::restore_prechecked(header, scanned, SeedOptions::default(), None) {
-                    Ok(session) => render_session(&session, show_events),
-                    Err(error) => render_error(&error),
-                };
+            let decoded = match Session::restore_prechecked(header, scanned, options, None) {
+                Ok(session) => render_session(&session, show_events),
+                Err(error) => render_error(&error),
+            };
             assert_eq!(
                 decoded, plain,
                 "a restore of scanned rows differs from the plain one"
@@ -793,7 +791,7 @@ fn run_path(path: Path, rows: &[String], show_events: bool) -> String {
             plain
         }
         Path::Extend => {
-            let mut session = Session::create(header("case")).expect("fresh session");
+            let mut session = Session::create_with(header("case"), options).expect("fresh session");
             let before = Snapshot::of(&session);
             match session.extend_restored(raw_events(rows)) {
                 Ok(()) => render_session(&session, show_events),
@@ -898,9 +896,15 @@ pub fn run_case(case: &Case) -> String {
             .collect();
         return renders.join("\n");
     }
+    // `> relational`: upstream's relational rules run too (docs/rules.md).
+    let options = if case.directives.iter().any(|d| d == "relational") {
+        SeedOptions::default()
+    } else {
+        SURFACE_ONLY
+    };
     let outputs = Path::ALL
         .iter()
-        .map(|path| (*path, run_path(*path, &case.rows, show_events)))
+        .map(|path| (*path, run_path(*path, &case.rows, show_events, options)))
         .collect();
     render_grouped(outputs)
 }
@@ -980,7 +984,10 @@ fn run_fork(rows: &[String], source_id: &str, spec: &str) -> String {
     let restored = Session::restore(
         child.header().clone(),
         child.to_raw_events(),
-        SeedOptions::default(),
+        SeedOptions {
+            surface_only: child.is_surface_only(),
+            ..SeedOptions::default()
+        },
     )
     .unwrap_or_else(|error| panic!("child log does not restore: {}", render_error(&error)));
     assert_eq!(restored.inherited_count(), child.inherited_count());
@@ -1023,4 +1030,16 @@ macro_rules! data_tests {
             }
         )*
     };
+}
+
+/// The data cases judge the session-core surface rules on their own, outside any turn:
+/// upstream's relational rules are off for them (docs/rules.md, "Surface-only sessions").
+pub const SURFACE_ONLY: SeedOptions = SeedOptions {
+    marker_time: 0,
+    surface_only: true,
+};
+
+/// A fresh surface-only session (see [`SURFACE_ONLY`]).
+pub fn create(header: strata_core::SessionHeader) -> Result<Session, strata_core::AcceptError> {
+    Session::create_with(header, SURFACE_ONLY)
 }

@@ -47,18 +47,31 @@ impl EventSource for Rows {
 
 /// The checkpoint of a session holding exactly `rows` (no marker), or `None` when the rows
 /// are not a valid live log.
-fn prefix_checkpoint(header: &SessionHeader, rows: &[RawEvent]) -> Option<Checkpoint> {
-    let mut session = Session::create(header.clone()).ok()?;
+fn prefix_checkpoint(
+    header: &SessionHeader,
+    rows: &[RawEvent],
+    relational: bool,
+) -> Option<Checkpoint> {
+    let mut session = Session::create_with(header.clone(), options(relational)).ok()?;
     session.extend_restored(rows.to_vec()).ok()?;
     session.checkpoint()
+}
+
+/// Restore options: upstream's relational rules on (`relational`) or off (the surface cases).
+fn options(relational: bool) -> SeedOptions {
+    SeedOptions {
+        marker_time: 77,
+        surface_only: !relational,
+    }
 }
 
 fn restore(
     header: &SessionHeader,
     rows: &[RawEvent],
     repair: Option<CloseCause>,
+    relational: bool,
 ) -> Result<Session, AcceptError> {
-    let options = SeedOptions { marker_time: 77 };
+    let options = options(relational);
     match repair {
         Some(cause) => Session::restore_repaired(header.clone(), rows.to_vec(), cause, options),
         None => Session::restore(header.clone(), rows.to_vec(), options),
@@ -70,8 +83,9 @@ fn resume(
     checkpoint: Checkpoint,
     rows: &[RawEvent],
     repair: Option<CloseCause>,
+    relational: bool,
 ) -> Result<Session, ResumeError> {
-    let options = SeedOptions { marker_time: 77 };
+    let options = options(relational);
     let n_covered = usize::try_from(checkpoint.n_events).unwrap();
     let source = Rows::new(rows.to_vec());
     let tail = rows[n_covered..].to_vec();
@@ -200,20 +214,23 @@ fn lazy_resume_equals_full_restore_on_data_cases() {
         "session",
         "repair",
         "fork",
+        "relations",
     ] {
         for case in cases(file) {
-            if !case.directives.is_empty() {
+            let relational = case.directives == ["relational"];
+            if !case.directives.is_empty() && !relational {
                 continue;
             }
             let rows = raw_events(&case.rows);
             let header = header("case");
             for repair in [None, Some(CloseCause::Interrupted)] {
-                let full = restore(&header, &rows, repair);
+                let full = restore(&header, &rows, repair, relational);
                 for split in 0..=rows.len() {
-                    let Some(checkpoint) = prefix_checkpoint(&header, &rows[..split]) else {
+                    let Some(checkpoint) = prefix_checkpoint(&header, &rows[..split], relational)
+                    else {
                         break;
                     };
-                    let lazy = resume(&header, checkpoint, &rows, repair);
+                    let lazy = resume(&header, checkpoint, &rows, repair, relational);
                     eprintln!("case {} split {split} repair {repair:?}", case.name);
                     assert_same_outcome(&full, &lazy);
                     n_compared += 1;
@@ -257,16 +274,16 @@ fn lazy_resume_equals_full_restore_on_model_logs() {
         let cut = cut % (model.rows.len() + 1);
         let rows = raws(&model.rows[..cut]);
         let split = split % (cut + 1);
-        let checkpoint = prefix_checkpoint(&header, &rows[..split]).unwrap();
+        let checkpoint = prefix_checkpoint(&header, &rows[..split], false).unwrap();
         for repair in [None, Some(CloseCause::Interrupted)] {
-            let full = restore(&header, &rows, repair);
-            let lazy = resume(&header, checkpoint.clone(), &rows, repair);
+            let full = restore(&header, &rows, repair, false);
+            let lazy = resume(&header, checkpoint.clone(), &rows, repair, false);
             assert_same_outcome(&full, &lazy);
         }
         // Continue the uncut log: the model's next rows, after the marker a restore adds.
         let rows = raws(&model.rows);
-        let mut full = restore(&header, &rows, None).unwrap();
-        let mut lazy = resume(&header, checkpoint, &rows, None).unwrap();
+        let mut full = restore(&header, &rows, None, false).unwrap();
+        let mut lazy = resume(&header, checkpoint, &rows, None, false).unwrap();
         if full.len() > model.rows.len() {
             model.rows.push(end_seed_row(model.rows.len() as u64));
         }
@@ -323,15 +340,15 @@ fn lazy_resume_equals_full_restore_on_synthetic_sessions() {
         let cut = cut % (all.len() + 1);
         let rows = &all[..cut];
         let split = split % (cut + 1);
-        let checkpoint = prefix_checkpoint(&header, &rows[..split]).unwrap();
-        let full = restore(&header, rows, Some(CloseCause::Interrupted));
-        let lazy = resume(&header, checkpoint, rows, Some(CloseCause::Interrupted));
+        let checkpoint = prefix_checkpoint(&header, &rows[..split], true).unwrap();
+        let full = restore(&header, rows, Some(CloseCause::Interrupted), true);
+        let lazy = resume(&header, checkpoint, rows, Some(CloseCause::Interrupted), true);
         assert_same_outcome(&full, &lazy);
         let (full, lazy) = (full.unwrap(), lazy.unwrap());
         // The lazy session checkpoints like the full one; resuming from that is the same again.
         let stored = full.to_raw_events();
-        let again = resume(&header, lazy.checkpoint().unwrap(), &stored, None);
-        let reloaded = restore(&header, &stored, None);
+        let again = resume(&header, lazy.checkpoint().unwrap(), &stored, None, true);
+        let reloaded = restore(&header, &stored, None, true);
         assert_same_outcome(&reloaded, &again);
         let (mut full, mut lazy) = (reloaded.unwrap(), again.unwrap());
         let candidates: Vec<Candidate> = bad
@@ -360,7 +377,7 @@ fn lazy_resume_loads_only_what_the_checkpoint_names() {
         checkpoint,
         Vec::new(),
         source.clone(),
-        SeedOptions::default(),
+        crate::harness::SURFACE_ONLY,
     )
     .unwrap();
     assert_eq!(source.n_loaded.load(Ordering::Relaxed), expected);
@@ -390,7 +407,7 @@ fn mismatch(checkpoint: Checkpoint, rows: &[RawEvent], header: &SessionHeader) -
         checkpoint,
         Vec::new(),
         Rows::new(rows.to_vec()),
-        SeedOptions::default(),
+        crate::harness::SURFACE_ONLY,
     ) {
         Err(ResumeError::Mismatch { detail, .. }) => detail,
         Err(other) => panic!("expected a mismatch, got {other}"),
@@ -434,13 +451,32 @@ fn lazy_resume_refuses_a_checkpoint_that_does_not_fit() {
     shifted.rotate_left(1);
     assert!(mismatch(good.clone(), &shifted, &header).contains("fails the rules"));
 
+    // A record written before strata enforced the relational rules holds none of their
+    // state: a relational resume sets it aside (the store then restores the whole log).
+    let mut stateless = good.clone();
+    stateless.relations = None;
+    let refused = Session::resume(
+        header.clone(),
+        stateless,
+        Vec::new(),
+        Rows::new(rows.clone()),
+        options(true),
+    );
+    assert!(
+        matches!(&refused, Err(ResumeError::Mismatch { detail, .. }) if detail.contains("relational state")),
+        "{:?}",
+        refused.as_ref().err()
+    );
+    let resumed = resume(&header, good.clone(), &rows, None, true);
+    assert!(resumed.is_ok(), "{:?}", resumed.err());
+
     // A source that fails: its error, with the seq.
     let failed = Session::resume(
         header.clone(),
         good.clone(),
         Vec::new(),
         Rows::new(Vec::new()),
-        SeedOptions::default(),
+        crate::harness::SURFACE_ONLY,
     );
     assert!(matches!(failed, Err(ResumeError::Source(_))));
 }
@@ -451,12 +487,12 @@ fn lazy_resume_reports_tail_rejections_like_a_full_restore() {
     let (session, mut rows) = small_session();
     let header = session.header().clone();
     let split = rows.len() / 2;
-    let checkpoint = prefix_checkpoint(&header, &rows[..split]).unwrap();
+    let checkpoint = prefix_checkpoint(&header, &rows[..split], true).unwrap();
     let mut broken = rows[split + 3].to_value();
     broken["seq"] = json!(split as u64 + 9);
     rows[split + 3] = RawEvent::from_value(broken);
-    let full = restore(&header, &rows, None);
-    let lazy = resume(&header, checkpoint, &rows, None);
+    let full = restore(&header, &rows, None, true);
+    let lazy = resume(&header, checkpoint, &rows, None, true);
     assert!(full.is_err());
     assert_same_outcome(&full, &lazy);
 }

@@ -27,6 +27,8 @@ mod rejections;
 mod properties;
 // Issue 9: lazy resume from a checkpoint equals a full restore.
 mod lazy;
+// Issue 23: upstream's released V3 relational rules.
+mod relations;
 
 /// Every data module: its case file and the tests that run its cases.
 const DATA_MODULES: &[(&str, &[&str])] = &[
@@ -38,6 +40,7 @@ const DATA_MODULES: &[(&str, &[&str])] = &[
     (session::CASE_FILE, session::CASE_TESTS),
     (repair::CASE_FILE, repair::CASE_TESTS),
     (fork::CASE_FILE, fork::CASE_TESTS),
+    (relations::CASE_FILE, relations::CASE_TESTS),
 ];
 
 // STYLE "Rules from data": every case in a data file is run by exactly one

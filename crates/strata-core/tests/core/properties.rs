@@ -16,9 +16,7 @@
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
 use serde_json::{json, Value};
-use strata_core::{
-    fold_surface, Candidate, EventType, Generation, RawEvent, Rule, SeedOptions, Seq, Session,
-};
+use strata_core::{fold_surface, Candidate, EventType, Generation, RawEvent, Rule, Seq, Session};
 
 use crate::harness::{assert_consistent, candidate, header, scratch_messages, Snapshot};
 
@@ -371,7 +369,7 @@ impl Model {
 
 /// A session built by appending every row as a dynamic candidate.
 fn appended(rows: &[Value]) -> Session {
-    let mut session = Session::create(header("prop")).unwrap();
+    let mut session = crate::harness::create(header("prop")).unwrap();
     for (index, row) in rows.iter().enumerate() {
         let (candidate, time) = candidate(row, index).unwrap();
         session
@@ -398,7 +396,8 @@ fn derived(session: &Session) -> Vec<Value> {
 
 /// The messages of a freshly restored copy of `rows`, projected node by node.
 fn scratch(rows: &[Value]) -> Vec<Value> {
-    let fresh = Session::restore(header("scratch"), raws(rows), SeedOptions::default()).unwrap();
+    let fresh =
+        Session::restore(header("scratch"), raws(rows), crate::harness::SURFACE_ONLY).unwrap();
     message_values(&scratch_messages(&fresh))
 }
 
@@ -585,7 +584,7 @@ fn properties_incremental_surface_equals_fold_and_model() {
         prop_assert_eq!(fold.replace_generation, model.replace_generation);
         prop_assert_eq!(fold.replacements.len() as u64, model.replace_generation);
         // Seed, restore and extend agree with append.
-        let restored = Session::restore(header("r"), raws(&model.rows), SeedOptions::default()).unwrap();
+        let restored = Session::restore(header("r"), raws(&model.rows), crate::harness::SURFACE_ONLY).unwrap();
         prop_assert_eq!(restored.surface(), session.surface());
         assert_consistent(&session);
     });
@@ -597,7 +596,7 @@ fn properties_incremental_surface_equals_fold_and_model() {
 fn properties_cached_messages_equal_scratch_derivation() {
     proptest!(config(48), |(script in script(30), checkpoints in prop::collection::vec(any::<bool>(), 80))| {
         let model = Model::build(&script);
-        let mut session = Session::create(header("prop")).unwrap();
+        let mut session = crate::harness::create(header("prop")).unwrap();
         for (index, row) in model.rows.iter().enumerate() {
             let (candidate, time) = candidate(row, index).unwrap();
             session.append(candidate, time).unwrap();
@@ -644,7 +643,7 @@ fn properties_write_read_restore_round_trip_is_byte_identical() {
         let session = appended(&model.rows);
         let lines: Vec<String> = session.events().iter().map(|event| event.to_json()).collect();
         let reread: Vec<RawEvent> = lines.iter().map(|line| RawEvent::from_json_str(line).unwrap()).collect();
-        let restored = Session::restore(session.header().clone(), reread, SeedOptions::default()).unwrap();
+        let restored = Session::restore(session.header().clone(), reread, crate::harness::SURFACE_ONLY).unwrap();
         for (line, event) in lines.iter().zip(restored.events()) {
             prop_assert_eq!(line, &event.to_json());
         }
@@ -714,11 +713,11 @@ fn properties_03_04_seed_replay_reproduces_and_is_idempotent() {
     proptest!(config(48), |(script in script(25))| {
         let model = Model::build(&script);
         let original = appended(&model.rows);
-        let replay = Session::create_seeded(header("replay"), original.to_raw_events(), None, SeedOptions::default()).unwrap();
+        let replay = Session::create_seeded(header("replay"), original.to_raw_events(), None, crate::harness::SURFACE_ONLY).unwrap();
         prop_assert_eq!(derived(&replay), derived(&original));
         prop_assert_eq!(replay.len(), original.len() + 1);
         prop_assert_eq!(replay.events().last().unwrap().event_type(), &EventType::SessionEndSeed);
-        let again = Session::create_seeded(header("again"), replay.to_raw_events(), None, SeedOptions::default()).unwrap();
+        let again = Session::create_seeded(header("again"), replay.to_raw_events(), None, crate::harness::SURFACE_ONLY).unwrap();
         prop_assert_eq!(again.len(), replay.len());
         prop_assert_eq!(derived(&again), derived(&original));
     });
@@ -818,18 +817,18 @@ fn properties_repair_and_fork_at_any_cut_are_valid() {
         let cut = cut % model.rows.len();
         let prefix = &model.rows[..=cut];
         for cause in [CloseCause::Interrupted, CloseCause::Forked] {
-            let repaired = Session::restore_repaired(header("r"), raws(prefix), cause, SeedOptions::default()).unwrap();
+            let repaired = Session::restore_repaired(header("r"), raws(prefix), cause, crate::harness::SURFACE_ONLY).unwrap();
             assert_consistent(&repaired);
             // Rows checked ahead (as a store's decoding threads do) repair the same way.
             let ahead = raws(prefix)
                 .into_iter()
                 .enumerate()
                 .map(|(index, raw)| strata_core::PrecheckedRow::check(Generation::NATIVE, index as u64, raw));
-            let ahead = Session::restore_prechecked(header("r"), ahead, SeedOptions::default(), Some(cause)).unwrap();
+            let ahead = Session::restore_prechecked(header("r"), ahead, crate::harness::SURFACE_ONLY, Some(cause)).unwrap();
             prop_assert_eq!(ahead.events(), repaired.events());
             prop_assert_eq!(ahead.surface(), repaired.surface());
             prop_assert!(open_turn_closers(repaired.events(), cause).is_empty());
-            let again = Session::restore_repaired(header("r"), repaired.to_raw_events(), cause, SeedOptions::default()).unwrap();
+            let again = Session::restore_repaired(header("r"), repaired.to_raw_events(), cause, crate::harness::SURFACE_ONLY).unwrap();
             prop_assert_eq!(again.len(), repaired.len());
         }
         let parent = appended(&model.rows);

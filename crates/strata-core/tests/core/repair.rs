@@ -53,7 +53,10 @@ fn repair_restore_repaired_closes_then_marks() {
         header("s"),
         raw_events(&log),
         CloseCause::Interrupted,
-        SeedOptions { marker_time: 99 },
+        SeedOptions {
+            marker_time: 99,
+            ..crate::harness::SURFACE_ONLY
+        },
     )
     .unwrap();
     let types: Vec<&str> = session.events()[3..]
@@ -71,7 +74,7 @@ fn repair_restore_repaired_closes_then_marks() {
         header("s"),
         session.to_raw_events(),
         CloseCause::Interrupted,
-        SeedOptions::default(),
+        crate::harness::SURFACE_ONLY,
     )
     .unwrap();
     assert_eq!(
@@ -84,7 +87,7 @@ fn repair_restore_repaired_closes_then_marks() {
         header("s"),
         raw_events(&rows("{\"$\":\"TS\"}\n{\"$\":\"TE\"}")),
         CloseCause::Interrupted,
-        SeedOptions::default(),
+        crate::harness::SURFACE_ONLY,
     )
     .unwrap();
     assert_eq!(balanced.len(), 3);

@@ -23,8 +23,8 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use strata_core::{
-    payload, Candidate, EventType, Generation, HeaderSpec, Rule, SeedOptions, Seq, Session,
-    SessionHeader, StalePlanError, SurfaceIntent,
+    payload, Candidate, EventType, Generation, HeaderSpec, Rule, Seq, Session, SessionHeader,
+    StalePlanError, SurfaceIntent,
 };
 
 use crate::harness::{header, live, raw_events, rows, scratch_messages, Snapshot};
@@ -94,7 +94,7 @@ fn seeded(rows: &[String]) -> Session {
         header("seeded"),
         raw_events(rows),
         None,
-        SeedOptions::default(),
+        crate::harness::SURFACE_ONLY,
     )
     .unwrap()
 }
@@ -103,7 +103,7 @@ fn seeded(rows: &[String]) -> Session {
 // across appends.
 #[test]
 fn session_01_surface_is_one_stable_view() {
-    let mut session = Session::create(header("s")).unwrap();
+    let mut session = crate::harness::create(header("s")).unwrap();
     let before: *const strata_core::SurfaceState = session.surface();
     session.append(user("m0", "hi"), 1).unwrap();
     assert!(std::ptr::eq(before, session.surface()));
@@ -163,7 +163,7 @@ fn session_07_seeded_replay_keeps_events_and_messages() {
 // first_live_seq is 1.
 #[test]
 fn session_08_fresh_empty_seed_and_reopen() {
-    let fresh = Session::create(header("s")).unwrap();
+    let fresh = crate::harness::create(header("s")).unwrap();
     assert!(fresh.is_empty());
     assert_eq!(fresh.first_live_seq(), 0);
     let empty_seed = seeded(&[]);
@@ -176,7 +176,7 @@ fn session_08_fresh_empty_seed_and_reopen() {
     let reopened = Session::restore(
         header("s"),
         empty_seed.to_raw_events(),
-        SeedOptions::default(),
+        crate::harness::SURFACE_ONLY,
     )
     .unwrap();
     assert_eq!(reopened.len(), 1);
@@ -228,7 +228,7 @@ fn session_27_well_formed_seed_is_preserved() {
 // §11.3 item 45: a held message snapshot never grows; the session's own list does.
 #[test]
 fn session_45_held_snapshots_never_grow() {
-    let mut session = Session::create(header("s")).unwrap();
+    let mut session = crate::harness::create(header("s")).unwrap();
     session.append(user("m0", "a"), 1).unwrap();
     let held = session.derive_messages();
     session.append(user("m1", "b"), 2).unwrap();
@@ -242,7 +242,7 @@ fn session_45_held_snapshots_never_grow() {
 // §11.3 item 46: `event(seq)` returns the stored event; `None` past the end.
 #[test]
 fn session_46_event_at_returns_the_stored_event() {
-    let mut session = Session::create(header("s")).unwrap();
+    let mut session = crate::harness::create(header("s")).unwrap();
     let appended = session.append(user("m0", "a"), 1).unwrap();
     assert!(Arc::ptr_eq(session.event(Seq::ZERO).unwrap(), &appended));
     assert!(session.event(Seq::new(1).unwrap()).is_none());
@@ -441,7 +441,7 @@ fn session_60_to_65_header_construction() {
         bad_origin.message,
         "session header origin must be \"subagent\""
     );
-    let bare = Session::create(SessionHeader::fresh("b", 0).unwrap()).unwrap();
+    let bare = crate::harness::create(SessionHeader::fresh("b", 0).unwrap()).unwrap();
     assert_eq!(bare.header().generation(), Generation::NATIVE);
     assert_eq!(bare.id(), "b");
 }
@@ -513,7 +513,7 @@ fn session_9_1_seed_header_and_inherited_count_agree() {
         error.message
     };
     assert_eq!(
-        message(Session::create(seeded_header("c", true))),
+        message(crate::harness::create(seeded_header("c", true))),
         "seeded session requires an explicit constructor seed"
     );
     assert_eq!(
@@ -521,7 +521,7 @@ fn session_9_1_seed_header_and_inherited_count_agree() {
             seeded_header("c", true),
             raw_events(&log),
             None,
-            SeedOptions::default()
+            crate::harness::SURFACE_ONLY
         )),
         "seeded session requires an inherited event count"
     );
@@ -530,7 +530,7 @@ fn session_9_1_seed_header_and_inherited_count_agree() {
             seeded_header("c", false),
             raw_events(&log),
             Some(1),
-            SeedOptions::default()
+            crate::harness::SURFACE_ONLY
         )),
         "unseeded session inherited event count must be 0"
     );
@@ -539,7 +539,7 @@ fn session_9_1_seed_header_and_inherited_count_agree() {
             seeded_header("c", true),
             raw_events(&log),
             Some(3),
-            SeedOptions::default()
+            crate::harness::SURFACE_ONLY
         )),
         "session inherited event count exceeds its event log"
     );
@@ -548,7 +548,7 @@ fn session_9_1_seed_header_and_inherited_count_agree() {
             seeded_header("c", true),
             raw_events(&log),
             Some(1),
-            SeedOptions::default()
+            crate::harness::SURFACE_ONLY
         )),
         "seeded session constructor seed must equal its inherited prefix"
     );
@@ -557,7 +557,7 @@ fn session_9_1_seed_header_and_inherited_count_agree() {
         message(Session::restore(
             seeded_header("c", true),
             raw_events(&log),
-            SeedOptions::default()
+            crate::harness::SURFACE_ONLY
         )),
         "seeded session requires an inherited event count"
     );
@@ -572,14 +572,14 @@ fn session_9_1_seed_header_and_inherited_count_agree() {
         message(Session::restore(
             seeded_header("c", false),
             raw_events(&tagged),
-            SeedOptions::default()
+            crate::harness::SURFACE_ONLY
         )),
         "unseeded session inherited event count must be 0"
     );
     let child = Session::restore(
         seeded_header("c", true),
         raw_events(&tagged),
-        SeedOptions::default(),
+        crate::harness::SURFACE_ONLY,
     )
     .unwrap();
     assert_eq!(child.inherited_count(), 2);
@@ -605,7 +605,7 @@ fn session_9_1_fresh_child_always_gets_a_tagged_marker() {
         seeded_header("c", true),
         raw_events(&log),
         Some(3),
-        SeedOptions::default(),
+        crate::harness::SURFACE_ONLY,
     )
     .unwrap();
     assert_eq!(child.len(), 4);
@@ -681,7 +681,7 @@ fn a_restore_leaves_every_stored_payload_unparsed() {
         .map(|event| strata_core::RawEvent::from_json_str(&event.to_json()).unwrap())
         .collect();
     let restored =
-        Session::restore(session.header().clone(), rows, SeedOptions::default()).unwrap();
+        Session::restore(session.header().clone(), rows, crate::harness::SURFACE_ONLY).unwrap();
     let types: std::collections::HashSet<&str> = restored
         .events()
         .iter()

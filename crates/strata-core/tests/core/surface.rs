@@ -8,8 +8,8 @@
 
 use serde_json::json;
 use strata_core::{
-    fold_surface, payload, Candidate, EventType, Generation, RawEvent, SeedOptions, Seq, Session,
-    SurfaceIntent, SurfaceOp,
+    fold_surface, payload, Candidate, EventType, Generation, RawEvent, Seq, Session, SurfaceIntent,
+    SurfaceOp,
 };
 
 use crate::harness::{header, live, raw_events, rows, Snapshot};
@@ -225,7 +225,7 @@ fn surface_32_replay_as_seed_reproduces_nodes_and_messages() {
         header("replay"),
         original.to_raw_events(),
         None,
-        SeedOptions::default(),
+        crate::harness::SURFACE_ONLY,
     )
     .unwrap();
     assert_eq!(replay.surface().nodes(), seqs(&[1, 2, 4]).as_slice());
@@ -337,7 +337,7 @@ fn surface_51_append_and_replacement_events_split() {
 #[test]
 fn surface_52_generation_is_current_before_nodes_are_read() {
     let log = rows(REPLACES);
-    let mut session = Session::create(header("s")).unwrap();
+    let mut session = crate::harness::create(header("s")).unwrap();
     session.extend_restored(raw_events(&log[..2])).unwrap();
     assert_eq!(session.surface().replace_generation(), 0);
     session.extend_restored(raw_events(&log[2..3])).unwrap();

@@ -53,7 +53,31 @@ fn sample() -> Checkpoint {
                 },
             ],
         },
+        relations: Some(relations()),
     }
+}
+
+/// A relational state with every part non-empty: an open turn and step, a call, a chain,
+/// an open compaction, a head, commands, retries, titles and PTC sub-calls.
+fn relations() -> strata_core::Relations {
+    let mut session =
+        strata_core::Session::create(strata_core::SessionHeader::fresh("r", 0).unwrap()).unwrap();
+    let rows = [
+        json!({"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}),
+        json!({"type":"step/start","seq":1,"time":0,"data":{"turn":1,"step":1}}),
+        json!({"type":"system/message","seq":2,"time":0,"data":{"turn":1,"step":1,"message":{"role":"system","content":[],"source":{"kind":"plugin","plugin":"p"},"id":"s"}},"surfaceOp":"append"}),
+        json!({"type":"user/message","seq":3,"time":0,"data":{"role":"user","content":[],"source":{"kind":"user"},"id":"u"},"surfaceOp":"append"}),
+        json!({"type":"request/header","seq":4,"time":0,"data":{"header":{"config":{"provider":"p","model":"m"}},"reason":"initial"}}),
+        json!({"type":"llm/retry","seq":5,"time":0,"data":{"turn":1,"step":1,"provider":"p","policyKey":"k","retry":1,"retryId":"r"}}),
+        json!({"type":"command/run","seq":6,"time":0,"data":{"commandId":"c"}}),
+        json!({"type":"tool/ptc-dispatch-start","seq":7,"time":0,"data":{"subCallId":"s1","rootCallId":"root","parentCallId":"root","name":"n","arguments":{}}}),
+        json!({"type":"assistant/message","seq":8,"time":0,"data":{"turn":1,"step":1,"message":{"role":"assistant","content":[{"type":"tool-call","id":"c1","name":"read","arguments":"{}"}],"source":{"kind":"model","provider":"p","model":"m"},"id":"a"},"stream":[]},"surfaceOp":"append"}),
+        json!({"type":"compaction/start","seq":9,"time":0,"data":{"compactionId":"k","turn":1}}),
+    ];
+    session
+        .extend_restored(rows.into_iter().map(strata_core::RawEvent::from_value))
+        .unwrap();
+    session.checkpoint().unwrap().relations.unwrap()
 }
 
 #[test]

@@ -1,0 +1,1611 @@
+//! The relational admission rules of a V3 log (docs/rules.md, R1–R53) and the system-head
+//! rules (S9–S13): what an event must agree with in the events before it.
+//!
+//! [`Relations`] is the state those rules read: the open turn and step and the next numbers,
+//! the tool calls the open step advertised, the open compaction, the current retry chains, the
+//! request provider and the protected system head — all bounded — plus the sets that grow with
+//! the log because upstream's rules look them up across the whole log: every `command/run`
+//! id (R33), every `retryId` and scheduled retry (R23–R26), every PTC sub-call (R28–R32), the
+//! seqs of human `user/message` events a title may cite (R37) and of command events (R35).
+//!
+//! [`Relations::check`] judges one accepted-so-far event against the state without changing
+//! it and returns the [`Change`] to apply; [`Relations::apply`] commits it. While a batch is
+//! open ([`Relations::mark`]) every change to a growing set is journaled, so
+//! [`Relations::rollback`] restores the state exactly; the bounded part is copied whole.
+//!
+//! The rules run only under [`Generation::V3`](crate::Generation::V3); events are judged
+//! under upstream's projection (a `system/message` counts as a plugin-source `user/message`,
+//! a `tool/ptc-dispatch[-start]` as `tool/code-dispatch[-start]`), so messages name the
+//! projected type as upstream's do.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
+
+use crate::event::{Event, EventType, SurfaceMeta, SurfaceOp};
+use crate::json::{js_display, json_equal, non_negative_safe_integer, to_js_string};
+use crate::repair::TOOL_NOT_STARTED_TEXT;
+use crate::rule::{AcceptError, Rule};
+use crate::seq::Seq;
+use crate::surface::find;
+
+/// `JSON.stringify(value)` as a template literal shows it (`undefined` when absent).
+fn js_json(value: Option<&Value>) -> String {
+    match value {
+        None => "undefined".into(),
+        Some(Value::Number(_)) => js_display(value.unwrap_or(&Value::Null)),
+        Some(other) => to_js_string(other),
+    }
+}
+
+/// A value as a template literal interpolates it (`${id}`).
+fn js_text(value: Option<&Value>) -> String {
+    match value {
+        None => "undefined".into(),
+        Some(value) => js_display(value),
+    }
+}
+
+/// A hashable key for a JSON value (its compact text).
+fn key(value: Option<&Value>) -> String {
+    value.map_or_else(|| "undefined".into(), to_js_string)
+}
+
+/// `a === b` for two optional JSON primitives (absent equals absent).
+fn same(left: Option<&Value>, right: Option<&Value>) -> bool {
+    match (left, right) {
+        (None, None) => true,
+        (Some(Value::Number(_)), Some(Value::Number(_))) => {
+            js_display(left.unwrap_or(&Value::Null)) == js_display(right.unwrap_or(&Value::Null))
+        }
+        (Some(Value::String(a)), Some(Value::String(b))) => a == b,
+        (Some(Value::Bool(a)), Some(Value::Bool(b))) => a == b,
+        (Some(Value::Null), Some(Value::Null)) => true,
+        _ => false,
+    }
+}
+
+/// Whether `value` is the integer `n` (JavaScript `===`).
+fn is_int(value: Option<&Value>, n: u64) -> bool {
+    value.and_then(non_negative_safe_integer) == Some(n)
+}
+
+/// One tool call the open step advertised (an `assistant/message` `tool-call` block).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Call {
+    /// The block's `id`.
+    pub id: Value,
+    /// The block's `name`.
+    pub name: Option<Value>,
+    /// The block's raw `arguments` string.
+    pub arguments: Option<Value>,
+    /// Whether a `tool/call` recorded it as started.
+    pub started: bool,
+    /// Whether a `tool/result` settled it.
+    pub resolved: bool,
+}
+
+/// The compaction bracket open at the end of the log.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpenCompaction {
+    /// The start's `compactionId`.
+    pub compaction_id: Option<Value>,
+    /// The start's `sourceCommandId`.
+    pub source_command_id: Option<Value>,
+    /// The start's owner `turn` (`null` for a manual compaction outside a turn).
+    pub turn: Option<Value>,
+    /// Whether its `compaction/summary` was recorded.
+    pub summary: bool,
+}
+
+/// The protected system head and the open step the head rules read (S9–S13).
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Head {
+    /// The seq of the current system head, when the first surface event was a system append.
+    pub head: Option<u64>,
+    /// Whether any surface event was accepted.
+    pub surface_started: bool,
+    /// `turn` and `step` of the last `step/start` not yet closed by `step/end` or `turn/end`.
+    pub open_step: Option<(Option<Value>, Option<Value>)>,
+}
+
+/// The state of one retry policy chain of the open turn.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Chain {
+    /// `(step, provider, policyKey)` of the chain, as JSON texts.
+    pub key: (String, String, String),
+    /// The chain's latest `retry`.
+    pub retry: u64,
+    /// The chain's `retryId`.
+    pub retry_id: Option<Value>,
+}
+
+/// The bounded part of the relational state (see the module docs).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bounded {
+    /// The open turn.
+    pub open_turn: Option<u64>,
+    /// The number the next `turn/start` must carry.
+    pub next_turn: u64,
+    /// The open step of the open turn.
+    pub open_step: Option<u64>,
+    /// The number the next `step/start` must carry.
+    pub next_step: u64,
+    /// The tool calls advertised in the open step, in advertisement order.
+    pub calls: Vec<Call>,
+    /// The provider of the latest `request/header` (never reset).
+    pub provider: Option<Value>,
+    /// The retry chains of the open turn.
+    pub chains: Vec<Chain>,
+    /// The open compaction.
+    pub compaction: Option<OpenCompaction>,
+    /// The system head.
+    pub head: Head,
+}
+
+impl Default for Bounded {
+    fn default() -> Bounded {
+        Bounded {
+            open_turn: None,
+            next_turn: 1,
+            open_step: None,
+            next_step: 1,
+            calls: Vec::new(),
+            provider: None,
+            chains: Vec::new(),
+            compaction: None,
+            head: Head::default(),
+        }
+    }
+}
+
+/// A scheduled retry attempt (`llm/retry`), for `llm/retry-started` (R24–R26).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scheduled {
+    /// Its `turn`.
+    pub turn: Option<Value>,
+    /// Its `step`.
+    pub step: Option<Value>,
+    /// Whether a `llm/retry-started` paired it.
+    pub started: bool,
+}
+
+/// A PTC sub-call start (`tool/ptc-dispatch-start`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PtcStart {
+    /// Its `rootCallId`.
+    pub root: Option<Value>,
+    /// Its `parentCallId`.
+    pub parent: Option<Value>,
+    /// Its `name`.
+    pub name: Option<Value>,
+    /// Its `arguments`.
+    pub arguments: Option<Value>,
+    /// Whether a `tool/ptc-dispatch` settled it.
+    pub settled: bool,
+}
+
+/// The parts of the relational state that grow with the log (see the module docs).
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Growing {
+    /// Every `command/run` id (R33, R34).
+    pub command_ids: HashSet<String>,
+    /// Seqs of `command/run` and `command/done` events, ascending (R35).
+    pub command_seqs: Vec<u64>,
+    /// Every `retryId` of an `llm/retry` (R23).
+    pub retry_ids: HashSet<String>,
+    /// Every scheduled retry by `(retryId, retry)` (R24–R26).
+    pub scheduled: HashMap<(String, u64), Scheduled>,
+    /// Seqs of human `user/message` events, ascending (R37).
+    pub human_users: Vec<u64>,
+    /// The root of every PTC sub-call seen (R28, R29).
+    pub ptc_roots: HashMap<String, String>,
+    /// Every PTC start by sub-call id (R30–R32).
+    pub ptc_starts: HashMap<String, PtcStart>,
+}
+
+/// One journaled change to the growing sets, undone on rollback.
+#[derive(Clone, Debug)]
+enum Undo {
+    CommandId(String),
+    CommandSeq,
+    RetryId(String),
+    Scheduled((String, u64), Option<Scheduled>),
+    HumanUser,
+    PtcRoot(String, Option<String>),
+    PtcStart(String, Option<PtcStart>),
+}
+
+/// The relational state of a V3 log (see the module docs).
+#[derive(Clone, Debug, Default)]
+pub struct Relations {
+    /// The bounded part.
+    pub bounded: Bounded,
+    /// The growing part.
+    pub growing: Growing,
+    /// Journals of the open batches (outermost first): bounded copy and undo records.
+    journal: Vec<(Bounded, usize)>,
+    undo: Vec<Undo>,
+}
+
+impl PartialEq for Relations {
+    /// Two states are equal when they decide alike: the open batches' journals do not count.
+    fn eq(&self, other: &Relations) -> bool {
+        self.bounded == other.bounded && self.growing == other.growing
+    }
+}
+
+/// What accepting one event changes in the relational state.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Change {
+    bounded: Option<Bounded>,
+    command_id: Option<String>,
+    command_seq: Option<u64>,
+    retry_id: Option<String>,
+    scheduled: Option<((String, u64), Scheduled)>,
+    human_user: Option<u64>,
+    ptc_root: Option<(String, String)>,
+    ptc_start: Option<(String, PtcStart)>,
+}
+
+/// A refusal under `rule` with upstream's text.
+fn refuse(rule: Rule, message: impl Into<String>) -> AcceptError {
+    AcceptError::new(rule, message)
+}
+
+/// The type upstream's relationship pass sees an event as.
+fn projected(event_type: &EventType) -> &str {
+    match event_type.as_str() {
+        "system/message" => "user/message",
+        "tool/ptc-dispatch-start" => "tool/code-dispatch-start",
+        "tool/ptc-dispatch" => "tool/code-dispatch",
+        other => other,
+    }
+}
+
+/// Whether upstream's relationship pass handles (and so requires an object `data` of) a type.
+fn handled(event: &Event) -> bool {
+    let tag = event.event_type.as_str();
+    if matches!(
+        tag,
+        "tool/code-dispatch" | "tool/code-dispatch-start" | "assistant/chunk"
+    ) {
+        // retired or unknown in V3: opaque when ignorable, refused otherwise
+        return false;
+    }
+    matches!(
+        tag,
+        "system/message"
+            | "assistant/attempt"
+            | "tool/ptc-dispatch"
+            | "tool/ptc-dispatch-start"
+            | "session-log-deepseek/delivery-accepted"
+    ) || crate::generation::Generation::V0.is_known_type(&event.event_type)
+}
+
+fn field<'v>(data: &'v Value, name: &str) -> Option<&'v Value> {
+    data.get(name)
+}
+
+impl Relations {
+    /// A fresh state (an empty log).
+    pub fn new() -> Relations {
+        Relations::default()
+    }
+
+    /// Starts journaling (a batch begins).
+    pub(crate) fn mark(&mut self) {
+        self.journal.push((self.bounded.clone(), self.undo.len()));
+    }
+
+    /// Keeps the changes since the innermost mark (`depth` marks stay open).
+    pub(crate) fn end(&mut self, depth: usize) {
+        self.journal.truncate(depth);
+        if self.journal.is_empty() {
+            self.undo.clear();
+        }
+    }
+
+    /// Undoes every change since mark number `depth` (0-based) and closes it and the marks
+    /// inside it.
+    pub(crate) fn rollback(&mut self, depth: usize) {
+        if depth >= self.journal.len() {
+            return;
+        }
+        let inner = self.journal.split_off(depth);
+        let Some((bounded, undo_len)) = inner.into_iter().next() else {
+            return;
+        };
+        while self.undo.len() > undo_len {
+            let Some(undo) = self.undo.pop() else { break };
+            let growing = &mut self.growing;
+            match undo {
+                Undo::CommandId(id) => {
+                    growing.command_ids.remove(&id);
+                }
+                Undo::CommandSeq => {
+                    growing.command_seqs.pop();
+                }
+                Undo::RetryId(id) => {
+                    growing.retry_ids.remove(&id);
+                }
+                Undo::Scheduled(key, previous) => match previous {
+                    Some(previous) => {
+                        growing.scheduled.insert(key, previous);
+                    }
+                    None => {
+                        growing.scheduled.remove(&key);
+                    }
+                },
+                Undo::HumanUser => {
+                    growing.human_users.pop();
+                }
+                Undo::PtcRoot(id, previous) => match previous {
+                    Some(previous) => {
+                        growing.ptc_roots.insert(id, previous);
+                    }
+                    None => {
+                        growing.ptc_roots.remove(&id);
+                    }
+                },
+                Undo::PtcStart(id, previous) => match previous {
+                    Some(previous) => {
+                        growing.ptc_starts.insert(id, previous);
+                    }
+                    None => {
+                        growing.ptc_starts.remove(&id);
+                    }
+                },
+            }
+        }
+        self.bounded = bounded;
+        if self.journal.is_empty() {
+            self.undo.clear();
+        }
+    }
+
+    /// Commits what [`Relations::check`] decided for one event.
+    pub(crate) fn apply(&mut self, change: Change) {
+        let journaling = !self.journal.is_empty();
+        let growing = &mut self.growing;
+        let undo = &mut self.undo;
+        if let Some(bounded) = change.bounded {
+            self.bounded = bounded;
+        }
+        if let Some(id) = change.command_id {
+            if growing.command_ids.insert(id.clone()) && journaling {
+                undo.push(Undo::CommandId(id));
+            }
+        }
+        if let Some(seq) = change.command_seq {
+            growing.command_seqs.push(seq);
+            if journaling {
+                undo.push(Undo::CommandSeq);
+            }
+        }
+        if let Some(id) = change.retry_id {
+            if growing.retry_ids.insert(id.clone()) && journaling {
+                undo.push(Undo::RetryId(id));
+            }
+        }
+        if let Some((k, scheduled)) = change.scheduled {
+            let previous = growing.scheduled.insert(k.clone(), scheduled);
+            if journaling {
+                undo.push(Undo::Scheduled(k, previous));
+            }
+        }
+        if let Some(seq) = change.human_user {
+            growing.human_users.push(seq);
+            if journaling {
+                undo.push(Undo::HumanUser);
+            }
+        }
+        if let Some((id, root)) = change.ptc_root {
+            let previous = growing.ptc_roots.insert(id.clone(), root);
+            if journaling {
+                undo.push(Undo::PtcRoot(id, previous));
+            }
+        }
+        if let Some((id, start)) = change.ptc_start {
+            let previous = growing.ptc_starts.insert(id.clone(), start);
+            if journaling {
+                undo.push(Undo::PtcStart(id, previous));
+            }
+        }
+    }
+
+    /// The head rules S9–S13 (upstream's first pass), then — when `relational` — the
+    /// relational rules R1–R53 on `event`, whose surface transition (S7–S8) already passed.
+    /// `nodes` is the surface before the event. Returns the change to apply on commit.
+    ///
+    /// With `skip_r39`, R39 is not checked (a restore's look-ahead found the open
+    /// compaction stale, or will decide so: see [`crate::Session`]'s restore loop).
+    pub(crate) fn check(
+        &self,
+        event: &Event,
+        nodes: &[Seq],
+        session_id: &str,
+        skip_r39: bool,
+    ) -> Result<Change, AcceptError> {
+        let mut change = Change::default();
+        let tag = event.event_type.as_str();
+        let seq = event.seq.get();
+        let is_handled = handled(event);
+        let data_cow;
+        let data: &Value = if is_handled || event.event_type == EventType::SystemMessage {
+            data_cow = event.data_uncached();
+            &data_cow
+        } else {
+            &Value::Null
+        };
+        let mut bounded: Option<Bounded> = None;
+        // Pass 1: the system head (S9–S13).
+        let head = head_rules(&self.bounded.head, event, data)?;
+        if head != self.bounded.head {
+            let mut next = self.bounded.clone();
+            next.head = head;
+            bounded = Some(next);
+        }
+        if !is_handled {
+            change.bounded = bounded;
+            return Ok(change);
+        }
+        let view = projected(&event.event_type);
+        // P12
+        if !data.is_object() {
+            return Err(refuse(
+                Rule::DataNotJsonObject,
+                format!("{view} {seq} data must be a JSON object"),
+            ));
+        }
+        let b = bounded.get_or_insert_with(|| self.bounded.clone());
+        // R39: a turn boundary inside an open compaction.
+        if !skip_r39 && matches!(tag, "turn/start" | "turn/end") && b.compaction.is_some() {
+            return Err(refuse(
+                Rule::TurnCrossesCompaction,
+                format!("{tag} crosses an open compaction"),
+            ));
+        }
+        let turn = field(data, "turn");
+        let step = field(data, "step");
+        let open_step_matches = |b: &Bounded| match (b.open_turn, b.open_step) {
+            (Some(t), Some(s)) => is_int(turn, t) && is_int(step, s),
+            _ => false,
+        };
+        match view {
+            "turn/start" => {
+                if b.open_turn.is_some() || !is_int(turn, b.next_turn) {
+                    return Err(refuse(
+                        Rule::TurnStartNumber,
+                        format!(
+                            "turn/start {} does not open expected turn {}",
+                            js_json(turn),
+                            b.next_turn
+                        ),
+                    ));
+                }
+                // `next_turn` moves on at the turn's end: upstream names it in R1 while the
+                // turn is open.
+                b.open_turn = Some(b.next_turn);
+                b.open_step = None;
+                b.next_step = 1;
+                b.calls.clear();
+                b.chains.clear();
+            }
+            "turn/end" => {
+                if !b.open_turn.is_some_and(|t| is_int(turn, t)) {
+                    return Err(refuse(
+                        Rule::TurnEndUnmatched,
+                        format!("turn/end {} has no matching open turn", js_json(turn)),
+                    ));
+                }
+                if let Some(call) = b.calls.iter().find(|call| !call.resolved) {
+                    return Err(refuse(
+                        Rule::TurnEndUnresolvedCall,
+                        format!(
+                            "turn/end leaves unresolved tool call {}",
+                            js_text(Some(&call.id))
+                        ),
+                    ));
+                }
+                if b.open_step.is_some() {
+                    return Err(refuse(
+                        Rule::TurnEndCrossesStep,
+                        format!("turn/end {} crosses an open step", js_json(turn)),
+                    ));
+                }
+                b.open_turn = None;
+                b.next_turn += 1;
+            }
+            "step/start" => {
+                let ok = b.open_step.is_none()
+                    && b.open_turn.is_some_and(|t| is_int(turn, t))
+                    && is_int(step, b.next_step);
+                if !ok {
+                    return Err(refuse(
+                        Rule::StepStartNumber,
+                        "step/start does not match the open turn and next step",
+                    ));
+                }
+                b.open_step = Some(b.next_step);
+                b.next_step += 1;
+            }
+            "step/end" => {
+                if !open_step_matches(b) {
+                    return Err(refuse(
+                        Rule::StepEndUnmatched,
+                        "step/end does not match an open turn and step",
+                    ));
+                }
+                if let Some(call) = b.calls.iter().find(|call| !call.resolved) {
+                    return Err(refuse(
+                        Rule::StepEndUnresolvedCall,
+                        format!(
+                            "step/end leaves unresolved tool call {}",
+                            js_text(Some(&call.id))
+                        ),
+                    ));
+                }
+                b.open_step = None;
+                b.calls.clear();
+            }
+            "assistant/message" => {
+                if !open_step_matches(b) {
+                    return Err(refuse(
+                        Rule::AssistantOutsideStep,
+                        "assistant/message does not match an open turn and step",
+                    ));
+                }
+                let blocks = data
+                    .get("message")
+                    .and_then(|message| message.get("content"))
+                    .and_then(Value::as_array);
+                for block in blocks.into_iter().flatten() {
+                    if block.get("type").and_then(Value::as_str) != Some("tool-call") {
+                        continue;
+                    }
+                    let id = block.get("id").cloned().unwrap_or(Value::Null);
+                    if b.calls.iter().any(|call| same(Some(&call.id), Some(&id))) {
+                        return Err(refuse(
+                            Rule::AssistantRepeatsCall,
+                            format!(
+                                "assistant/message repeats advertised tool call {}",
+                                js_text(Some(&id))
+                            ),
+                        ));
+                    }
+                    b.calls.push(Call {
+                        id,
+                        name: block.get("name").cloned(),
+                        arguments: block.get("arguments").cloned(),
+                        started: false,
+                        resolved: false,
+                    });
+                }
+            }
+            "assistant/attempt" if !open_step_matches(b) => {
+                return Err(refuse(
+                    Rule::AttemptOutsideStep,
+                    "assistant/attempt does not match an open turn and step",
+                ));
+            }
+            "tool/call" => {
+                if !open_step_matches(b) {
+                    return Err(refuse(
+                        Rule::ToolCallOutsideStep,
+                        "tool/call does not match an open turn and step",
+                    ));
+                }
+                let call_id = field(data, "callId");
+                let name = field(data, "name");
+                let arguments = field(data, "arguments");
+                let matching: Vec<usize> = b
+                    .calls
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, call)| {
+                        same(Some(&call.id), call_id)
+                            && !call.started
+                            && same(call.name.as_ref(), name)
+                            && same(call.arguments.as_ref(), arguments)
+                    })
+                    .map(|(index, _)| index)
+                    .collect();
+                let [index] = matching[..] else {
+                    return Err(refuse(
+                        Rule::ToolCallUnadvertised,
+                        format!(
+                            "tool/call {} does not match one advertised tool call",
+                            js_text(call_id)
+                        ),
+                    ));
+                };
+                b.calls[index].started = true;
+            }
+            "tool/result" => {
+                let replace = matches!(event.surface_op(), Some(SurfaceOp::Replace(_)));
+                if replace {
+                    if b.open_turn.is_none() {
+                        return Err(refuse(
+                            Rule::ToolResultReplaceOutsideTurn,
+                            "tool/result replacement is outside an open turn",
+                        ));
+                    }
+                } else {
+                    if !open_step_matches(b) {
+                        return Err(refuse(
+                            Rule::ToolResultOutsideStep,
+                            "tool/result does not match an open turn and step",
+                        ));
+                    }
+                    let call_id = data
+                        .get("message")
+                        .and_then(|message| message.get("source"))
+                        .and_then(|source| source.get("callId"));
+                    let Some(index) = b
+                        .calls
+                        .iter()
+                        .position(|call| same(Some(&call.id), call_id))
+                    else {
+                        return Err(refuse(
+                            Rule::ToolResultUnadvertised,
+                            format!(
+                                "tool/result {} has no advertised tool lifecycle",
+                                js_text(call_id)
+                            ),
+                        ));
+                    };
+                    if !b.calls[index].started && !is_not_started_repair(event, data, call_id) {
+                        return Err(refuse(
+                            Rule::ToolResultNotRepair,
+                            format!(
+                                "tool/result {} is not the exact TOOL_NOT_STARTED repair",
+                                js_text(call_id)
+                            ),
+                        ));
+                    }
+                    b.calls[index].resolved = true;
+                }
+            }
+            "request/header" => {
+                if b.open_turn.is_none() {
+                    return Err(refuse(
+                        Rule::RequestHeaderOutsideTurn,
+                        "request/header is outside an open turn",
+                    ));
+                }
+                b.provider = data
+                    .get("header")
+                    .and_then(|header| header.get("config"))
+                    .and_then(|config| config.get("provider"))
+                    .cloned();
+            }
+            "request/context" if b.open_turn.is_none() => {
+                return Err(refuse(
+                    Rule::RequestContextOutsideTurn,
+                    "request/context is outside an open turn",
+                ));
+            }
+            "llm/retry" => {
+                let step_ok = match b.open_step {
+                    Some(open) => is_int(step, open),
+                    None => is_int(step, b.next_step - 1),
+                };
+                if !b.open_turn.is_some_and(|t| is_int(turn, t)) || !step_ok {
+                    return Err(refuse(
+                        Rule::RetryOutsideStep,
+                        "llm/retry does not match the current turn and step",
+                    ));
+                }
+                let provider = field(data, "provider");
+                if b.provider.is_none() || !same(provider, b.provider.as_ref()) {
+                    return Err(refuse(
+                        Rule::RetryProviderMismatch,
+                        "llm/retry provider does not match the open request/header",
+                    ));
+                }
+                let chain_key = (key(step), key(provider), key(field(data, "policyKey")));
+                let retry = field(data, "retry");
+                let retry_id = field(data, "retryId");
+                let chain = b.chains.iter().position(|chain| chain.key == chain_key);
+                let expected = chain.map_or(1, |index| b.chains[index].retry + 1);
+                if !is_int(retry, expected) {
+                    return Err(refuse(
+                        Rule::RetryNumber,
+                        format!("llm/retry must use retry {expected}"),
+                    ));
+                }
+                match chain {
+                    Some(index) => {
+                        if !same(b.chains[index].retry_id.as_ref(), retry_id) {
+                            return Err(refuse(
+                                Rule::RetryIdChanged,
+                                "llm/retry must preserve retryId across one policy chain",
+                            ));
+                        }
+                        b.chains[index].retry = expected;
+                    }
+                    None => {
+                        if self.growing.retry_ids.contains(&key(retry_id)) {
+                            return Err(refuse(
+                                Rule::RetryIdReused,
+                                format!(
+                                    "llm/retry reuses retryId {} across policy chains",
+                                    js_json(retry_id)
+                                ),
+                            ));
+                        }
+                        b.chains.push(Chain {
+                            key: chain_key,
+                            retry: expected,
+                            retry_id: retry_id.cloned(),
+                        });
+                    }
+                }
+                change.retry_id = Some(key(retry_id));
+                change.scheduled = Some((
+                    (key(retry_id), expected),
+                    Scheduled {
+                        turn: turn.cloned(),
+                        step: step.cloned(),
+                        started: false,
+                    },
+                ));
+            }
+            "llm/retry-started" => {
+                let retry = field(data, "retry").and_then(non_negative_safe_integer);
+                let scheduled = retry.and_then(|retry| {
+                    self.growing
+                        .scheduled
+                        .get(&(key(field(data, "retryId")), retry))
+                        .map(|scheduled| (retry, scheduled))
+                });
+                let Some((retry, scheduled)) = scheduled else {
+                    return Err(refuse(
+                        Rule::RetryStartedUnpaired,
+                        "llm/retry-started pairs no prior scheduled attempt",
+                    ));
+                };
+                if !same(scheduled.turn.as_ref(), turn) || !same(scheduled.step.as_ref(), step) {
+                    return Err(refuse(
+                        Rule::RetryStartedWrongStep,
+                        "llm/retry-started does not match its scheduled turn and step",
+                    ));
+                }
+                if scheduled.started {
+                    return Err(refuse(
+                        Rule::RetryStartedRepeats,
+                        "llm/retry-started repeats one scheduled attempt",
+                    ));
+                }
+                change.scheduled = Some((
+                    (key(field(data, "retryId")), retry),
+                    Scheduled {
+                        started: true,
+                        ..scheduled.clone()
+                    },
+                ));
+            }
+            "tool/code-dispatch-start" | "tool/code-dispatch" => {
+                if b.open_turn.is_none() {
+                    return Err(refuse(
+                        Rule::PtcOutsideTurn,
+                        format!("{view} is outside an open turn"),
+                    ));
+                }
+                let sub = key(field(data, "subCallId"));
+                let root_value = field(data, "rootCallId");
+                let root = key(root_value);
+                let parent = field(data, "parentCallId");
+                if self
+                    .growing
+                    .ptc_roots
+                    .get(&sub)
+                    .is_some_and(|known| *known != root)
+                {
+                    return Err(refuse(
+                        Rule::PtcRootChanged,
+                        format!("{view} changes its rootCallId"),
+                    ));
+                }
+                let parent_ok = same(parent, root_value)
+                    || self
+                        .growing
+                        .ptc_roots
+                        .get(&key(parent))
+                        .is_some_and(|known| *known == root);
+                if !parent_ok {
+                    return Err(refuse(
+                        Rule::PtcParentOutsideRoot,
+                        format!("{view} parentCallId does not belong to rootCallId"),
+                    ));
+                }
+                let start = self.growing.ptc_starts.get(&sub);
+                if view == "tool/code-dispatch-start" {
+                    if start.is_some() {
+                        return Err(refuse(
+                            Rule::PtcStartRepeats,
+                            "tool/code-dispatch-start repeats subCallId",
+                        ));
+                    }
+                    change.ptc_start = Some((
+                        sub.clone(),
+                        PtcStart {
+                            root: root_value.cloned(),
+                            parent: parent.cloned(),
+                            name: field(data, "name").cloned(),
+                            arguments: field(data, "arguments").cloned(),
+                            settled: false,
+                        },
+                    ));
+                } else {
+                    let Some(start) = start.filter(|start| !start.settled) else {
+                        return Err(refuse(
+                            Rule::PtcDispatchNoStart,
+                            "tool/code-dispatch has no unique start",
+                        ));
+                    };
+                    let arguments_equal = match (&start.arguments, field(data, "arguments")) {
+                        (Some(a), Some(b)) => json_equal(a, b),
+                        (None, None) => true,
+                        _ => false,
+                    };
+                    let matches = same(start.root.as_ref(), root_value)
+                        && same(start.parent.as_ref(), parent)
+                        && same(start.name.as_ref(), field(data, "name"))
+                        && arguments_equal;
+                    if !matches {
+                        return Err(refuse(
+                            Rule::PtcDispatchMismatch,
+                            "tool/code-dispatch does not match its start",
+                        ));
+                    }
+                    change.ptc_start = Some((
+                        sub.clone(),
+                        PtcStart {
+                            settled: true,
+                            ..start.clone()
+                        },
+                    ));
+                }
+                if !self.growing.ptc_roots.contains_key(&sub) {
+                    change.ptc_root = Some((sub, root));
+                }
+            }
+            "command/run" => {
+                let id = field(data, "commandId");
+                if self.growing.command_ids.contains(&key(id)) {
+                    return Err(refuse(
+                        Rule::CommandRunRepeats,
+                        format!("command/run repeats commandId {}", js_text(id)),
+                    ));
+                }
+                change.command_id = Some(key(id));
+                change.command_seq = Some(seq);
+            }
+            "command/done" => {
+                let id = field(data, "commandId");
+                if !self.growing.command_ids.contains(&key(id)) {
+                    return Err(refuse(
+                        Rule::CommandDoneUnmatched,
+                        format!("command/done {} has no prior command/run", js_text(id)),
+                    ));
+                }
+                if let Some(source) = field(data, "sourceEventSeq") {
+                    let success = field(data, "kind").and_then(Value::as_str) == Some("success");
+                    let names_command = non_negative_safe_integer(source)
+                        .is_some_and(|at| self.growing.command_seqs.binary_search(&at).is_ok());
+                    if !success || names_command {
+                        return Err(refuse(
+                            Rule::CommandDoneBadSource,
+                            format!("command/done {} has invalid sourceEventSeq", js_text(id)),
+                        ));
+                    }
+                }
+                change.command_seq = Some(seq);
+            }
+            "session/title" | "session/title-llm-request" => {
+                let seqs = field(data, "messageSeqs").and_then(Value::as_array);
+                if tag == "session/title" {
+                    let user = data
+                        .get("source")
+                        .and_then(|source| source.get("kind"))
+                        .and_then(Value::as_str)
+                        == Some("user");
+                    let empty = seqs.is_none_or(Vec::is_empty);
+                    if empty != user {
+                        return Err(refuse(
+                            Rule::TitleSeqsForUser,
+                            format!(
+                                "session/title {seq} messageSeqs must be empty exactly for a user title"
+                            ),
+                        ));
+                    }
+                }
+                let cites_humans = seqs.into_iter().flatten().all(|cited| {
+                    non_negative_safe_integer(cited).is_some_and(|at| {
+                        at < seq && self.growing.human_users.binary_search(&at).is_ok()
+                    })
+                });
+                if !cites_humans {
+                    return Err(refuse(
+                        Rule::TitleCitesNonHuman,
+                        format!(
+                            "{tag} {seq} messageSeqs must cite earlier human user/message events"
+                        ),
+                    ));
+                }
+                if tag == "session/title-llm-request" && !title_request_messages_ok(data) {
+                    return Err(refuse(
+                        Rule::TitleRequestMessages,
+                        "session/title-llm-request messages do not represent messageSeqs",
+                    ));
+                }
+            }
+            "compaction/start" => {
+                if b.compaction.is_some() {
+                    return Err(refuse(
+                        Rule::CompactionOverlap,
+                        "compaction/start overlaps an open compaction",
+                    ));
+                }
+                let owner_ok = match turn {
+                    Some(Value::Null) => b.open_turn.is_none(),
+                    other => b.open_turn.is_some_and(|t| is_int(other, t)),
+                };
+                if !owner_ok {
+                    return Err(refuse(
+                        Rule::CompactionStartTurn,
+                        "compaction/start does not match the open turn",
+                    ));
+                }
+                b.compaction = Some(OpenCompaction {
+                    compaction_id: field(data, "compactionId").cloned(),
+                    source_command_id: field(data, "sourceCommandId").cloned(),
+                    turn: turn.cloned(),
+                    summary: false,
+                });
+            }
+            "compaction/summary" | "compaction/end" => {
+                let summary = tag == "compaction/summary";
+                let open = b.compaction.clone().filter(|open| {
+                    same(open.compaction_id.as_ref(), field(data, "compactionId"))
+                        && same(
+                            open.source_command_id.as_ref(),
+                            field(data, "sourceCommandId"),
+                        )
+                });
+                let Some(open) = open else {
+                    return Err(if summary {
+                        refuse(
+                            Rule::SummaryUnmatched,
+                            "compaction/summary has no matching compaction/start",
+                        )
+                    } else {
+                        refuse(
+                            Rule::CompactionEndUnmatched,
+                            "compaction/end has no matching compaction/start",
+                        )
+                    });
+                };
+                let owner_open = match &open.turn {
+                    Some(Value::Null) => b.open_turn.is_none(),
+                    other => b.open_turn.is_some_and(|t| is_int(other.as_ref(), t)),
+                };
+                if summary {
+                    if !owner_open {
+                        return Err(refuse(
+                            Rule::SummaryTurn,
+                            "compaction/summary does not match the open turn",
+                        ));
+                    }
+                    if open.summary {
+                        return Err(refuse(Rule::SummaryRepeats, "compaction/summary repeats"));
+                    }
+                    if !names_exact_span(data, nodes) {
+                        return Err(refuse(
+                            Rule::SummarySpan,
+                            "compaction/summary shadowedSeqs do not name an exact current surface span",
+                        ));
+                    }
+                    if let Some(open) = b.compaction.as_mut() {
+                        open.summary = true;
+                    }
+                } else {
+                    let same_owner = match (&open.turn, turn) {
+                        (Some(Value::Null), Some(Value::Null)) => true,
+                        (a, b) => same(a.as_ref(), b),
+                    };
+                    if !same_owner {
+                        return Err(refuse(
+                            Rule::CompactionEndOwner,
+                            "compaction/end changes its owner turn",
+                        ));
+                    }
+                    if !owner_open {
+                        return Err(refuse(
+                            Rule::CompactionEndTurn,
+                            "compaction/end does not match the open turn",
+                        ));
+                    }
+                    if field(data, "error").is_none() && !open.summary {
+                        return Err(refuse(
+                            Rule::CompactionEndNoSummary,
+                            "successful compaction/end requires one summary",
+                        ));
+                    }
+                    b.compaction = None;
+                }
+            }
+            "compaction/prune" if !names_exact_span(data, nodes) => {
+                return Err(refuse(
+                    Rule::PruneSpan,
+                    "compaction/prune shadowedSeqs do not name an exact current surface span",
+                ));
+            }
+            "session/end-seed" => {
+                b.compaction = None;
+            }
+            "session-log-deepseek/delivery-accepted" => {
+                // Upstream's relational pass runs with generation 2 (docs/rules.md, R53).
+                let version =
+                    field(data, "sessionFormatVersion").map_or(Some(0), non_negative_safe_integer);
+                let names = field(data, "sessionId").and_then(Value::as_str) == Some(session_id);
+                if version == Some(2) && !names {
+                    return Err(refuse(
+                        Rule::DeliveryMarkerWrongSession,
+                        "current-generation delivery marker names the wrong Session",
+                    ));
+                }
+            }
+            "user/message" => {
+                let message = if event.event_type == EventType::SystemMessage {
+                    data.get("message")
+                } else {
+                    Some(data)
+                };
+                let source = message.and_then(|message| message.get("source"));
+                let kind = source
+                    .and_then(|source| source.get("kind"))
+                    .and_then(Value::as_str);
+                // A system message projects to a plugin-source user message.
+                let kind = if event.event_type == EventType::SystemMessage {
+                    Some("plugin")
+                } else {
+                    kind
+                };
+                let checkpoint = kind == Some("plugin")
+                    && source
+                        .and_then(|source| source.get("plugin"))
+                        .and_then(Value::as_str)
+                        == Some("compact")
+                    && matches!(event.surface_op(), Some(SurfaceOp::Replace(_)));
+                if checkpoint {
+                    let matches = b.compaction.as_ref().is_some_and(|open| {
+                        same(
+                            open.compaction_id.as_ref(),
+                            source.and_then(|source| source.get("compactionId")),
+                        ) && same(
+                            open.source_command_id.as_ref(),
+                            source.and_then(|source| source.get("sourceCommandId")),
+                        )
+                    });
+                    if !matches {
+                        return Err(refuse(
+                            Rule::CheckpointUnmatched,
+                            format!("compaction checkpoint at seq {seq} has no matching compaction/start"),
+                        ));
+                    }
+                }
+                if kind == Some("user") && event.event_type == EventType::UserMessage {
+                    change.human_user = Some(seq);
+                }
+            }
+            _ => {}
+        }
+        if bounded.as_ref() != Some(&self.bounded) {
+            change.bounded = bounded;
+        }
+        Ok(change)
+    }
+
+    /// The head state (S9–S13) after the whole log.
+    pub(crate) fn head(&self) -> &Head {
+        &self.bounded.head
+    }
+
+    /// Whether a compaction is open.
+    pub(crate) fn compaction_open(&self) -> bool {
+        self.bounded.compaction.is_some()
+    }
+}
+
+/// Whether `rule` belongs to upstream's second pass (the relationship pass, after every
+/// event passed the event-local and head rules): the relational rules, P12 and the surface
+/// fold S7–S8 (strata's rules 7–9). A first-pass refusal at a later seq is reported before a
+/// second-pass one at an earlier seq (docs/rules.md, "Evaluation order").
+pub(crate) fn is_second_pass(rule: Rule) -> bool {
+    let id = rule.id();
+    (id.starts_with('R') && id[1..].bytes().all(|b| b.is_ascii_digit()))
+        || matches!(
+            rule,
+            Rule::DataNotJsonObject
+                | Rule::ReplaceStartNotFound
+                | Rule::ReplaceEndNotFound
+                | Rule::ReplaceEndpointsReversed
+                | Rule::ReplaceUncoveredSource
+                | Rule::ToolResultReplaceMulti
+                | Rule::ToolResultReplaceWrongTarget
+                | Rule::ToolResultReplaceChangesNonContent
+        )
+}
+
+/// S9–S13 on one event, reading its payload only for the types they look at.
+pub(crate) fn head_rules_of(head: &Head, event: &Event) -> Result<Head, AcceptError> {
+    let reads = matches!(
+        event.event_type.as_str(),
+        "step/start" | "system/message" | "compaction/summary" | "compaction/prune"
+    );
+    if reads {
+        head_rules(head, event, &event.data_uncached())
+    } else {
+        head_rules(head, event, &Value::Null)
+    }
+}
+
+/// S9–S13 on one event: the head state after it.
+fn head_rules(head: &Head, event: &Event, data: &Value) -> Result<Head, AcceptError> {
+    let mut head = head.clone();
+    let tag = event.event_type.as_str();
+    match tag {
+        "step/start" => {
+            head.open_step = Some((field(data, "turn").cloned(), field(data, "step").cloned()));
+            return Ok(head);
+        }
+        "step/end" | "turn/end" => {
+            head.open_step = None;
+            return Ok(head);
+        }
+        "compaction/summary" | "compaction/prune" => {
+            if let Some(at) = head.head {
+                let lists_head = field(data, "shadowedSeqs")
+                    .and_then(Value::as_array)
+                    .is_some_and(|seqs| {
+                        seqs.iter()
+                            .any(|seq| non_negative_safe_integer(seq) == Some(at))
+                    });
+                if lists_head {
+                    return Err(refuse(
+                        Rule::CompactionShadowsHead,
+                        "compaction cannot shadow the protected system head",
+                    ));
+                }
+            }
+            return Ok(head);
+        }
+        _ => {}
+    }
+    let SurfaceMeta::Surface { op, .. } = event.meta() else {
+        return Ok(head);
+    };
+    let system = event.event_type == EventType::SystemMessage;
+    if system {
+        let in_step = head.open_step.as_ref().is_some_and(|(turn, step)| {
+            same(turn.as_ref(), field(data, "turn")) && same(step.as_ref(), field(data, "step"))
+        });
+        if !in_step {
+            return Err(refuse(
+                Rule::SystemOutsideStep,
+                "system/message does not match an open step",
+            ));
+        }
+        if head.surface_started && head.head.is_none() {
+            return Err(refuse(
+                Rule::SystemWithoutHead,
+                "system/message requires a protected first surface head",
+            ));
+        }
+    }
+    match op {
+        SurfaceOp::Append => {
+            if !head.surface_started && system {
+                head.head = Some(event.seq.get());
+            }
+        }
+        SurfaceOp::Replace(range) => {
+            if let Some(at) = head.head {
+                let touches = range.start.get() == at || range.end.get() == at;
+                if system && touches {
+                    if range.start.get() != at || range.end.get() != at {
+                        return Err(refuse(
+                            Rule::SystemReplacesHeadInexactly,
+                            "system/message must replace exactly the current system head",
+                        ));
+                    }
+                    head.head = Some(event.seq.get());
+                } else if !system && touches {
+                    return Err(refuse(
+                        Rule::ReplacementShadowsHead,
+                        "surface replacement cannot shadow the protected system head",
+                    ));
+                }
+            }
+        }
+    }
+    head.surface_started = true;
+    Ok(head)
+}
+
+/// R45 / R52: `shadowedSeqs` is exactly the surface slice from `shadowedRange.start` to
+/// `shadowedRange.end`, by surface position.
+fn names_exact_span(data: &Value, nodes: &[Seq]) -> bool {
+    let range = data.get("shadowedRange");
+    let endpoint = |name: &str| {
+        range
+            .and_then(|range| range.get(name))
+            .and_then(non_negative_safe_integer)
+            .and_then(|seq| Seq::new(seq).ok())
+            .and_then(|seq| find(nodes, seq))
+    };
+    let (Some(start), Some(end)) = (endpoint("start"), endpoint("end")) else {
+        return false;
+    };
+    if end < start {
+        return false;
+    }
+    let Some(listed) = data.get("shadowedSeqs").and_then(Value::as_array) else {
+        return false;
+    };
+    let slice = &nodes[start..=end];
+    listed.len() == slice.len()
+        && listed
+            .iter()
+            .zip(slice)
+            .all(|(listed, node)| non_negative_safe_integer(listed) == Some(node.get()))
+}
+
+/// R15: the exact TOOL_NOT_STARTED repair result for `call_id`.
+fn is_not_started_repair(event: &Event, data: &Value, call_id: Option<&Value>) -> bool {
+    if event.sources().is_some() {
+        return false;
+    }
+    let error_ok = data
+        .get("error")
+        .and_then(Value::as_object)
+        .is_some_and(|error| {
+            error.len() == 2
+                && error.get("name").and_then(Value::as_str) == Some("ToolNotStartedError")
+                && error.get("code").and_then(Value::as_str) == Some("TOOL_NOT_STARTED")
+        });
+    let Some(message) = data.get("message") else {
+        return false;
+    };
+    let id_ok = match (
+        message.get("id").and_then(Value::as_str),
+        call_id.and_then(Value::as_str),
+    ) {
+        (Some(id), Some(call_id)) => id
+            .strip_prefix("interrupted-tool-result-")
+            .and_then(|rest| rest.strip_prefix(call_id))
+            .and_then(|rest| rest.strip_prefix('-'))
+            .is_some_and(|suffix| {
+                let digits = suffix.strip_prefix('-').unwrap_or(suffix);
+                !digits.is_empty()
+                    && digits.bytes().all(|byte| byte.is_ascii_digit())
+                    && digits
+                        .parse::<u64>()
+                        .is_ok_and(|n| n <= crate::seq::MAX_SAFE_INTEGER)
+                    && (digits.len() == 1 || !digits.starts_with('0'))
+            }),
+        _ => false,
+    };
+    let block = message.get("content").and_then(|content| content.get(0));
+    let block_ok = block.is_some_and(|block| {
+        block.get("isError") == Some(&Value::Bool(true))
+            && block
+                .get("content")
+                .and_then(Value::as_array)
+                .is_some_and(|inner| {
+                    inner.len() == 1
+                        && inner[0].get("type").and_then(Value::as_str) == Some("text")
+                        && inner[0].get("text").and_then(Value::as_str)
+                            == Some(TOOL_NOT_STARTED_TEXT)
+                })
+    });
+    error_ok && id_ok && block_ok
+}
+
+/// R38: the title request's messages are one plugin user message of one text block.
+fn title_request_messages_ok(data: &Value) -> bool {
+    let Some(messages) = data.get("messages").and_then(Value::as_array) else {
+        return false;
+    };
+    let [message] = &messages[..] else {
+        return false;
+    };
+    let role_ok = message.get("role").and_then(Value::as_str) == Some("user");
+    let content_ok = message
+        .get("content")
+        .and_then(Value::as_array)
+        .is_some_and(|content| {
+            content.len() == 1 && content[0].get("type").and_then(Value::as_str) == Some("text")
+        });
+    let source_ok = message
+        .get("source")
+        .and_then(Value::as_object)
+        .is_some_and(|source| {
+            source.len() == 2
+                && source.get("kind").and_then(Value::as_str) == Some("plugin")
+                && source.get("plugin").and_then(Value::as_str) == Some("dsh-session-title-llm")
+        });
+    role_ok && content_ok && source_ok
+}
+
+/// `{key: value}` entries of an optional JSON value (absent stays absent, `null` stays `null`).
+fn put(map: &mut serde_json::Map<String, Value>, key: &str, value: Option<&Value>) {
+    if let Some(value) = value {
+        map.insert(key.to_owned(), value.clone());
+    }
+}
+
+fn object(entries: Vec<(&str, Option<Value>)>) -> Value {
+    let mut map = serde_json::Map::new();
+    for (key, value) in entries {
+        put(&mut map, key, value.as_ref());
+    }
+    Value::Object(map)
+}
+
+fn get_u64(value: &Value, key: &str) -> Option<u64> {
+    value.get(key).and_then(Value::as_u64)
+}
+
+fn get_bool(value: &Value, key: &str) -> Option<bool> {
+    value.get(key).and_then(Value::as_bool)
+}
+
+fn strings(value: Option<&Value>) -> Option<Vec<String>> {
+    value?
+        .as_array()?
+        .iter()
+        .map(|item| item.as_str().map(str::to_owned))
+        .collect()
+}
+
+fn u64s(value: Option<&Value>) -> Option<Vec<u64>> {
+    value?.as_array()?.iter().map(Value::as_u64).collect()
+}
+
+impl Relations {
+    /// The state as JSON, for a store's checkpoint record (docs/format.md §8); read back by
+    /// [`Relations::from_json`]. Holds the growing sets whole (see the module docs).
+    pub fn to_json(&self) -> Value {
+        let b = &self.bounded;
+        let g = &self.growing;
+        let calls: Vec<Value> = b
+            .calls
+            .iter()
+            .map(|call| {
+                object(vec![
+                    ("id", Some(call.id.clone())),
+                    ("name", call.name.clone()),
+                    ("arguments", call.arguments.clone()),
+                    ("started", Some(call.started.into())),
+                    ("resolved", Some(call.resolved.into())),
+                ])
+            })
+            .collect();
+        let chains: Vec<Value> = b
+            .chains
+            .iter()
+            .map(|chain| {
+                object(vec![
+                    ("step", Some(chain.key.0.clone().into())),
+                    ("provider", Some(chain.key.1.clone().into())),
+                    ("policyKey", Some(chain.key.2.clone().into())),
+                    ("retry", Some(chain.retry.into())),
+                    ("retryId", chain.retry_id.clone()),
+                ])
+            })
+            .collect();
+        let compaction = b.compaction.as_ref().map(|open| {
+            object(vec![
+                ("compactionId", open.compaction_id.clone()),
+                ("sourceCommandId", open.source_command_id.clone()),
+                ("turn", open.turn.clone()),
+                ("summary", Some(open.summary.into())),
+            ])
+        });
+        let head = object(vec![
+            ("head", b.head.head.map(Value::from)),
+            ("surfaceStarted", Some(b.head.surface_started.into())),
+            (
+                "openStep",
+                b.head.open_step.as_ref().map(|(turn, step)| {
+                    object(vec![("turn", turn.clone()), ("step", step.clone())])
+                }),
+            ),
+        ]);
+        let sorted = |set: &HashSet<String>| {
+            let mut list: Vec<&String> = set.iter().collect();
+            list.sort();
+            Value::from(list.into_iter().cloned().collect::<Vec<_>>())
+        };
+        let command_ids = sorted(&g.command_ids);
+        let retry_ids = sorted(&g.retry_ids);
+        let mut scheduled: Vec<(&(String, u64), &Scheduled)> = g.scheduled.iter().collect();
+        scheduled.sort_by(|a, b| a.0.cmp(b.0));
+        let scheduled: Vec<Value> = scheduled
+            .into_iter()
+            .map(|((id, retry), at)| {
+                object(vec![
+                    ("retryId", Some(id.clone().into())),
+                    ("retry", Some((*retry).into())),
+                    ("turn", at.turn.clone()),
+                    ("step", at.step.clone()),
+                    ("started", Some(at.started.into())),
+                ])
+            })
+            .collect();
+        let mut roots: Vec<(&String, &String)> = g.ptc_roots.iter().collect();
+        roots.sort();
+        let roots: Vec<Value> = roots
+            .into_iter()
+            .map(|(sub, root)| Value::from(vec![sub.clone(), root.clone()]))
+            .collect();
+        let mut starts: Vec<(&String, &PtcStart)> = g.ptc_starts.iter().collect();
+        starts.sort_by(|a, b| a.0.cmp(b.0));
+        let starts: Vec<Value> = starts
+            .into_iter()
+            .map(|(sub, start)| {
+                object(vec![
+                    ("subCallId", Some(sub.clone().into())),
+                    ("rootCallId", start.root.clone()),
+                    ("parentCallId", start.parent.clone()),
+                    ("name", start.name.clone()),
+                    ("arguments", start.arguments.clone()),
+                    ("settled", Some(start.settled.into())),
+                ])
+            })
+            .collect();
+        object(vec![
+            ("openTurn", b.open_turn.map(Value::from)),
+            ("nextTurn", Some(b.next_turn.into())),
+            ("openStep", b.open_step.map(Value::from)),
+            ("nextStep", Some(b.next_step.into())),
+            ("calls", Some(calls.into())),
+            ("provider", b.provider.clone()),
+            ("chains", Some(chains.into())),
+            ("compaction", compaction),
+            ("head", Some(head)),
+            ("commandIds", Some(command_ids)),
+            ("commandSeqs", Some(g.command_seqs.clone().into())),
+            ("retryIds", Some(retry_ids)),
+            ("scheduled", Some(scheduled.into())),
+            ("humanUsers", Some(g.human_users.clone().into())),
+            ("ptcRoots", Some(roots.into())),
+            ("ptcStarts", Some(starts.into())),
+        ])
+    }
+
+    /// Reads what [`Relations::to_json`] wrote; `None` for anything else.
+    pub fn from_json(value: &Value) -> Option<Relations> {
+        let list = |key: &str| value.get(key).and_then(Value::as_array);
+        let calls = list("calls")?
+            .iter()
+            .map(|call| {
+                Some(Call {
+                    id: call.get("id")?.clone(),
+                    name: call.get("name").cloned(),
+                    arguments: call.get("arguments").cloned(),
+                    started: get_bool(call, "started")?,
+                    resolved: get_bool(call, "resolved")?,
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let text =
+            |value: &Value, key: &str| value.get(key).and_then(Value::as_str).map(str::to_owned);
+        let chains = list("chains")?
+            .iter()
+            .map(|chain| {
+                Some(Chain {
+                    key: (
+                        text(chain, "step")?,
+                        text(chain, "provider")?,
+                        text(chain, "policyKey")?,
+                    ),
+                    retry: get_u64(chain, "retry")?,
+                    retry_id: chain.get("retryId").cloned(),
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let compaction = match value.get("compaction") {
+            None => None,
+            Some(open) => Some(OpenCompaction {
+                compaction_id: open.get("compactionId").cloned(),
+                source_command_id: open.get("sourceCommandId").cloned(),
+                turn: open.get("turn").cloned(),
+                summary: get_bool(open, "summary")?,
+            }),
+        };
+        let head_value = value.get("head")?;
+        let head = Head {
+            head: match head_value.get("head") {
+                None => None,
+                Some(seq) => Some(seq.as_u64()?),
+            },
+            surface_started: get_bool(head_value, "surfaceStarted")?,
+            open_step: head_value
+                .get("openStep")
+                .map(|open| (open.get("turn").cloned(), open.get("step").cloned())),
+        };
+        let optional_u64 = |key: &str| match value.get(key) {
+            None => Some(None),
+            Some(number) => number.as_u64().map(Some),
+        };
+        let bounded = Bounded {
+            open_turn: optional_u64("openTurn")?,
+            next_turn: get_u64(value, "nextTurn")?,
+            open_step: optional_u64("openStep")?,
+            next_step: get_u64(value, "nextStep")?,
+            calls,
+            provider: value.get("provider").cloned(),
+            chains,
+            compaction,
+            head,
+        };
+        let scheduled = list("scheduled")?
+            .iter()
+            .map(|entry| {
+                Some((
+                    (text(entry, "retryId")?, get_u64(entry, "retry")?),
+                    Scheduled {
+                        turn: entry.get("turn").cloned(),
+                        step: entry.get("step").cloned(),
+                        started: get_bool(entry, "started")?,
+                    },
+                ))
+            })
+            .collect::<Option<HashMap<_, _>>>()?;
+        let ptc_roots = list("ptcRoots")?
+            .iter()
+            .map(|pair| {
+                let pair = strings(Some(pair))?;
+                match &pair[..] {
+                    [sub, root] => Some((sub.clone(), root.clone())),
+                    _ => None,
+                }
+            })
+            .collect::<Option<HashMap<_, _>>>()?;
+        let ptc_starts = list("ptcStarts")?
+            .iter()
+            .map(|start| {
+                Some((
+                    text(start, "subCallId")?,
+                    PtcStart {
+                        root: start.get("rootCallId").cloned(),
+                        parent: start.get("parentCallId").cloned(),
+                        name: start.get("name").cloned(),
+                        arguments: start.get("arguments").cloned(),
+                        settled: get_bool(start, "settled")?,
+                    },
+                ))
+            })
+            .collect::<Option<HashMap<_, _>>>()?;
+        let growing = Growing {
+            command_ids: strings(value.get("commandIds"))?.into_iter().collect(),
+            command_seqs: u64s(value.get("commandSeqs"))?,
+            retry_ids: strings(value.get("retryIds"))?.into_iter().collect(),
+            scheduled,
+            human_users: u64s(value.get("humanUsers"))?,
+            ptc_roots,
+            ptc_starts,
+        };
+        Some(Relations {
+            bounded,
+            growing,
+            journal: Vec::new(),
+            undo: Vec::new(),
+        })
+    }
+}
