@@ -16,5 +16,5 @@ cargo test --release -p strata-store --test integration crash::sigkill -- --noca
     | tee "$log" || status=$?
 echo
 echo "== crash report ($STRATA_CRASH_KILLS kills per backend) =="
-grep '^crash report: ' "$log" | sed 's/^crash report: //' || echo "no backend finished"
+grep -o 'crash report: .*' "$log" | sed 's/^crash report: //' || echo "no backend finished"
 exit "$status"

@@ -14,7 +14,7 @@ cargo test --release -p strata-store --lib powerloss -- --nocapture --test-threa
     | tee "$log" || status=$?
 echo
 echo "== power-loss report (up to $STRATA_POWERLOSS_STATES images per crash point) =="
-grep '^power-loss model: ' "$log" | sed 's/^power-loss model: //' || echo "no scenario finished"
+grep -o 'power-loss model: .*' "$log" | sed 's/^power-loss model: //' || echo "no scenario finished"
 grep -o '[0-9]* crash points, [0-9]* distinct' "$log" \
     | awk '{ points += $1; images += $4 } END { print "total: " points " crash points, " images " distinct images opened" }'
 exit "$status"

@@ -158,6 +158,12 @@ struct Model {
     made: BTreeSet<PathBuf>,
 }
 
+/// Whether `path` names a log (not a temporary file or a sidecar).
+fn is_log_name(path: &Path) -> bool {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    name.ends_with(".jsonl") || name.ends_with(".jsonl.zstd")
+}
+
 fn parent(path: &Path) -> PathBuf {
     path.parent().map(Path::to_path_buf).unwrap_or_default()
 }
@@ -185,9 +191,8 @@ impl Model {
         match op {
             Op::Create(path) => {
                 if !self.current.contains_key(path) {
-                    let name = path.file_name().unwrap_or_default().to_string_lossy();
                     self.inodes.push(Inode {
-                        is_log: name.ends_with(".jsonl") || name.ends_with(".jsonl.zstd"),
+                        is_log: is_log_name(path),
                         ..Inode::default()
                     });
                     self.put(path, Entry::File(self.inodes.len() - 1));
@@ -221,6 +226,10 @@ impl Model {
                 if let (false, Some(&entry)) =
                     (self.current.contains_key(to), self.current.get(from))
                 {
+                    // A log is published under a temporary name first: it is a log from here.
+                    if let Entry::File(ino) = entry {
+                        self.inodes[ino].is_log |= is_log_name(to);
+                    }
                     self.put(to, entry);
                 }
             }

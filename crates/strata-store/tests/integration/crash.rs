@@ -131,8 +131,12 @@ fn crash_once(name: &str, path: &str, rng: &mut Rng) -> Run {
         panic!("unexpected first line {open_line:?}");
     };
     std::thread::sleep(Duration::from_micros(rng.below(15_000)));
+    let child_pid = child.id();
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
+    if name == "postgres" {
+        wait_until_server_ended_backends_of(child_pid);
+    }
     reader.join().unwrap();
     let acked = lines_rx
         .try_iter()
@@ -143,6 +147,31 @@ fn crash_once(name: &str, path: &str, rng: &mut Rng) -> Run {
         n_closers,
         acked,
     }
+}
+
+/// Waits until the PostgreSQL server has ended the backends of the killed writer `pid` (it
+/// notices the closed connection on its own time, a while on a loaded machine): until then the
+/// writer's advisory lock is held, and the next open would fail with `Locked`, a race of the
+/// test, not a finding.
+fn wait_until_server_ended_backends_of(pid: u32) {
+    let url = &pg::server().expect("a PostgreSQL server").url;
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let exact = format!("strata pid={pid}");
+    let with_host = format!("strata pid={pid} host=%");
+    for _ in 0..60_000 {
+        let row = client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE application_name = $1 OR application_name LIKE $2",
+                &[&exact, &with_host],
+            )
+            .unwrap();
+        if row.get::<_, i64>(0) == 0 {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    panic!("the server never ended the backends of killed writer {pid}");
 }
 
 /// The complete event lines of a JSONL log, read from the file itself (`\n` included): a raw
