@@ -1609,3 +1609,130 @@ impl Relations {
         })
     }
 }
+
+/// P4–P10: upstream's payload rules of a `system/message` (its first pass, before S9), with
+/// upstream's texts. P10 checks the part of the user-message audit a system message reaches:
+/// the source's members and the content's text blocks.
+pub(crate) fn system_payload_rules<'n, N: crate::view::Node<'n>>(
+    data: N,
+) -> Result<(), AcceptError> {
+    use crate::view::Kind;
+    let exact = |node: N, keys: &[&str], rule: Rule, label: &str| -> Result<(), AcceptError> {
+        let members = node.members();
+        for key in keys {
+            if !members.iter().any(|(name, _)| name == key) {
+                return Err(refuse(rule, format!("{label} lacks required field {key}")));
+            }
+        }
+        if let Some((name, _)) = members
+            .iter()
+            .find(|(name, _)| !keys.contains(&name.as_ref()))
+        {
+            return Err(refuse(rule, format!("{label} has unexpected field {name}")));
+        }
+        Ok(())
+    };
+    if data.kind() != Kind::Object {
+        return Err(refuse(
+            Rule::SystemDataNotObject,
+            "system/message data must be an object",
+        ));
+    }
+    exact(
+        data,
+        &["turn", "step", "message"],
+        Rule::SystemDataKeys,
+        "system/message data",
+    )?;
+    for key in ["turn", "step"] {
+        match data.get(key).and_then(|value| value.seq_number()) {
+            None => {
+                return Err(refuse(
+                    Rule::SystemTurnStep,
+                    format!("{key} must be a non-negative safe integer"),
+                ))
+            }
+            Some(0) => {
+                return Err(refuse(
+                    Rule::SystemTurnStep,
+                    format!("{key} must be positive"),
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    let Some(message) = data.get("message").filter(|m| m.kind() == Kind::Object) else {
+        return Err(refuse(
+            Rule::SystemMessageKeys,
+            "system message must be an object",
+        ));
+    };
+    exact(
+        message,
+        &["id", "role", "source", "content"],
+        Rule::SystemMessageKeys,
+        "system message",
+    )?;
+    let id_ok = message.get("id").is_some_and(|id| id.is_non_empty_str());
+    let role_ok = message.get("role").and_then(|role| role.text()).as_deref() == Some("system");
+    if !id_ok || !role_ok {
+        return Err(refuse(
+            Rule::SystemIdRole,
+            "system message requires an id and system role",
+        ));
+    }
+    let Some(source) = message.get("source").filter(|s| s.kind() == Kind::Object) else {
+        return Err(refuse(
+            Rule::SystemSource,
+            "system source must be an object",
+        ));
+    };
+    let plugin = source.get("plugin");
+    let plugin_ok = source.get("kind").and_then(|kind| kind.text()).as_deref() == Some("plugin")
+        && plugin.is_some_and(|plugin| plugin.is_non_empty_str());
+    if !plugin_ok {
+        return Err(refuse(
+            Rule::SystemSource,
+            "system message requires plugin source",
+        ));
+    }
+    let compact = plugin.and_then(|plugin| plugin.text()).as_deref() == Some("compact");
+    for (name, _) in source.members() {
+        let allowed = matches!(
+            name.as_ref(),
+            "kind" | "plugin" | "form" | "sections" | "summary"
+        ) || (compact && matches!(name.as_ref(), "compactionId" | "sourceCommandId"));
+        if !allowed {
+            return Err(refuse(
+                Rule::SystemAsUserMessage,
+                format!(
+                    "user/message 0 source has unexpected member {}",
+                    to_js_string(&Value::String(name.into_owned()))
+                ),
+            ));
+        }
+    }
+    let Some(content) = message.get("content").filter(|c| c.kind() == Kind::Array) else {
+        return Err(refuse(
+            Rule::SystemAsUserMessage,
+            "user/message 0 content must be an array",
+        ));
+    };
+    for index in 0..content.len().unwrap_or(0) {
+        let Some(block) = content.at(index) else {
+            break;
+        };
+        let is_text = block.get("type").and_then(|t| t.text()).as_deref() == Some("text");
+        if is_text
+            && block
+                .get("text")
+                .is_none_or(|text| text.kind() != Kind::Str)
+        {
+            return Err(refuse(
+                Rule::SystemAsUserMessage,
+                format!("user/message 0 content[{index}] text must be a string"),
+            ));
+        }
+    }
+    Ok(())
+}
