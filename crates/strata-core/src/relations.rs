@@ -433,7 +433,7 @@ impl Relations {
         let is_handled = handled(event);
         let data_cow;
         let data: &Value = if is_handled || event.event_type == EventType::SystemMessage {
-            data_cow = event.data_uncached();
+            data_cow = facts(event);
             &data_cow
         } else {
             &Value::Null
@@ -655,7 +655,11 @@ impl Relations {
                             ),
                         ));
                     };
-                    if !b.calls[index].started && !is_not_started_repair(event, data, call_id) {
+                    // The exact-repair check reads the whole payload (rare: a call never
+                    // started).
+                    if !b.calls[index].started
+                        && !is_not_started_repair(event, &event.data_uncached(), call_id)
+                    {
                         return Err(refuse(
                             Rule::ToolResultNotRepair,
                             format!(
@@ -1735,4 +1739,249 @@ pub(crate) fn system_payload_rules<'n, N: crate::view::Node<'n>>(
         }
     }
     Ok(())
+}
+
+/// What the relational rules read of an event's payload, without building the rest: the
+/// payload itself when it is already parsed (appends), else a `Value` of the same shape holding
+/// only the fields the rules read, decoded in one pass that skips everything else (message
+/// texts, tool outputs, streams). A payload the narrow decoding refuses (a field of another
+/// type, a repeated key) is parsed whole, so the rules see exactly what they would.
+fn facts(event: &Event) -> std::borrow::Cow<'_, Value> {
+    use std::borrow::Cow;
+    if event.is_data_parsed() {
+        return Cow::Borrowed(event.data());
+    }
+    let text = event.data_json();
+    let narrow = match event.event_type {
+        EventType::AssistantMessage => narrow::<narrow::Assistant>(text),
+        EventType::ToolResult => narrow::<narrow::ToolResult>(text),
+        EventType::UserMessage => narrow::<narrow::UserMessage>(text),
+        EventType::SystemMessage => narrow::<narrow::SystemMessage>(text),
+        EventType::AssistantAttempt => narrow::<narrow::Settlement>(text),
+        _ if !handled_by_rules(event.event_type.as_str()) => {
+            // P12 only: whether `data` is an object.
+            let object = text.trim_start().starts_with('{');
+            Some(if object {
+                Value::Object(serde_json::Map::new())
+            } else {
+                Value::Null
+            })
+        }
+        _ => None,
+    };
+    match narrow {
+        Some(value) => Cow::Owned(value),
+        None => event.data_uncached(),
+    }
+}
+
+/// Types with a relational rule of their own (others are read for P12 only).
+fn handled_by_rules(tag: &str) -> bool {
+    matches!(
+        tag,
+        "turn/start"
+            | "turn/end"
+            | "step/start"
+            | "step/end"
+            | "tool/call"
+            | "request/header"
+            | "request/context"
+            | "llm/retry"
+            | "llm/retry-started"
+            | "tool/ptc-dispatch-start"
+            | "tool/ptc-dispatch"
+            | "command/run"
+            | "command/done"
+            | "session/title"
+            | "session/title-llm-request"
+            | "compaction/start"
+            | "compaction/summary"
+            | "compaction/end"
+            | "compaction/prune"
+            | "session/end-seed"
+            | "session-log-deepseek/delivery-accepted"
+    )
+}
+
+fn narrow<T: serde::de::DeserializeOwned + Into<Value>>(text: &str) -> Option<Value> {
+    serde_json::from_str::<T>(text).ok().map(Into::into)
+}
+
+/// The narrow payload shapes [`facts`] decodes (unknown fields are skipped unread).
+mod narrow {
+    use serde::Deserialize;
+    use serde_json::{Map, Value};
+
+    /// A present field, `null` included (serde's `Option` would read `null` as absent).
+    fn present<'de, D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Value>, D::Error> {
+        Value::deserialize(deserializer).map(Some)
+    }
+
+    fn put(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
+        if let Some(value) = value {
+            map.insert(key.to_owned(), value);
+        }
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct Settlement {
+        #[serde(default, deserialize_with = "present")]
+        turn: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        step: Option<Value>,
+    }
+
+    impl From<Settlement> for Value {
+        fn from(facts: Settlement) -> Value {
+            let mut map = Map::new();
+            put(&mut map, "turn", facts.turn);
+            put(&mut map, "step", facts.step);
+            Value::Object(map)
+        }
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct Block {
+        #[serde(rename = "type")]
+        #[serde(default, deserialize_with = "present")]
+        kind: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        id: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        name: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        arguments: Option<Value>,
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct AssistantMessageBody {
+        content: Option<Vec<Block>>,
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct Assistant {
+        #[serde(default, deserialize_with = "present")]
+        turn: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        step: Option<Value>,
+        message: Option<AssistantMessageBody>,
+    }
+
+    impl From<Assistant> for Value {
+        fn from(facts: Assistant) -> Value {
+            let mut map = Map::new();
+            put(&mut map, "turn", facts.turn);
+            put(&mut map, "step", facts.step);
+            if let Some(message) = facts.message {
+                let mut body = Map::new();
+                if let Some(content) = message.content {
+                    let blocks = content
+                        .into_iter()
+                        .map(|block| {
+                            let mut entry = Map::new();
+                            put(&mut entry, "type", block.kind);
+                            put(&mut entry, "id", block.id);
+                            put(&mut entry, "name", block.name);
+                            put(&mut entry, "arguments", block.arguments);
+                            Value::Object(entry)
+                        })
+                        .collect();
+                    body.insert("content".into(), Value::Array(blocks));
+                }
+                map.insert("message".into(), Value::Object(body));
+            }
+            Value::Object(map)
+        }
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) struct Source {
+        #[serde(default, deserialize_with = "present")]
+        kind: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        plugin: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        call_id: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        compaction_id: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        source_command_id: Option<Value>,
+    }
+
+    impl From<Source> for Value {
+        fn from(source: Source) -> Value {
+            let mut map = Map::new();
+            put(&mut map, "kind", source.kind);
+            put(&mut map, "plugin", source.plugin);
+            put(&mut map, "callId", source.call_id);
+            put(&mut map, "compactionId", source.compaction_id);
+            put(&mut map, "sourceCommandId", source.source_command_id);
+            Value::Object(map)
+        }
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct WithSource {
+        source: Option<Source>,
+    }
+
+    fn with_source(message: WithSource) -> Value {
+        let mut map = Map::new();
+        put(&mut map, "source", message.source.map(Value::from));
+        Value::Object(map)
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct ToolResult {
+        #[serde(default, deserialize_with = "present")]
+        turn: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        step: Option<Value>,
+        message: Option<WithSource>,
+    }
+
+    impl From<ToolResult> for Value {
+        fn from(facts: ToolResult) -> Value {
+            let mut map = Map::new();
+            put(&mut map, "turn", facts.turn);
+            put(&mut map, "step", facts.step);
+            put(&mut map, "message", facts.message.map(with_source));
+            Value::Object(map)
+        }
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct SystemMessage {
+        #[serde(default, deserialize_with = "present")]
+        turn: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        step: Option<Value>,
+        message: Option<WithSource>,
+    }
+
+    impl From<SystemMessage> for Value {
+        fn from(facts: SystemMessage) -> Value {
+            let mut map = Map::new();
+            put(&mut map, "turn", facts.turn);
+            put(&mut map, "step", facts.step);
+            put(&mut map, "message", facts.message.map(with_source));
+            Value::Object(map)
+        }
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct UserMessage {
+        source: Option<Source>,
+    }
+
+    impl From<UserMessage> for Value {
+        fn from(facts: UserMessage) -> Value {
+            with_source(WithSource {
+                source: facts.source,
+            })
+        }
+    }
 }
