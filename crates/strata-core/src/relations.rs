@@ -440,8 +440,26 @@ impl Relations {
         };
         let mut bounded: Option<Bounded> = None;
         // Pass 1: the system head (S9–S13).
-        let head = head_rules(&self.bounded.head, event, data)?;
-        if head != self.bounded.head {
+        // Most events cannot touch the head state: skip its copy.
+        let quiet = !matches!(
+            tag,
+            "step/start"
+                | "step/end"
+                | "turn/end"
+                | "compaction/summary"
+                | "compaction/prune"
+                | "system/message"
+        ) && match event.surface_op() {
+            None => true,
+            Some(SurfaceOp::Append) => self.bounded.head.surface_started,
+            Some(SurfaceOp::Replace(_)) => false,
+        };
+        let head = if quiet {
+            None
+        } else {
+            Some(head_rules(&self.bounded.head, event, data)?)
+        };
+        if let Some(head) = head.filter(|head| *head != self.bounded.head) {
             let mut next = self.bounded.clone();
             next.head = head;
             bounded = Some(next);
@@ -458,7 +476,11 @@ impl Relations {
                 format!("{view} {seq} data must be a JSON object"),
             ));
         }
-        let b = bounded.get_or_insert_with(|| self.bounded.clone());
+        // Copied only by the types that change it.
+        let mut b: std::borrow::Cow<'_, Bounded> = match bounded {
+            Some(changed) => std::borrow::Cow::Owned(changed),
+            None => std::borrow::Cow::Borrowed(&self.bounded),
+        };
         // R39: a turn boundary inside an open compaction.
         if !skip_r39 && matches!(tag, "turn/start" | "turn/end") && b.compaction.is_some() {
             return Err(refuse(
@@ -486,11 +508,11 @@ impl Relations {
                 }
                 // `next_turn` moves on at the turn's end: upstream names it in R1 while the
                 // turn is open.
-                b.open_turn = Some(b.next_turn);
-                b.open_step = None;
-                b.next_step = 1;
-                b.calls.clear();
-                b.chains.clear();
+                b.to_mut().open_turn = Some(b.next_turn);
+                b.to_mut().open_step = None;
+                b.to_mut().next_step = 1;
+                b.to_mut().calls.clear();
+                b.to_mut().chains.clear();
             }
             "turn/end" => {
                 if !b.open_turn.is_some_and(|t| is_int(turn, t)) {
@@ -514,8 +536,8 @@ impl Relations {
                         format!("turn/end {} crosses an open step", js_json(turn)),
                     ));
                 }
-                b.open_turn = None;
-                b.next_turn += 1;
+                b.to_mut().open_turn = None;
+                b.to_mut().next_turn += 1;
             }
             "step/start" => {
                 let ok = b.open_step.is_none()
@@ -527,11 +549,11 @@ impl Relations {
                         "step/start does not match the open turn and next step",
                     ));
                 }
-                b.open_step = Some(b.next_step);
-                b.next_step += 1;
+                b.to_mut().open_step = Some(b.next_step);
+                b.to_mut().next_step += 1;
             }
             "step/end" => {
-                if !open_step_matches(b) {
+                if !open_step_matches(&b) {
                     return Err(refuse(
                         Rule::StepEndUnmatched,
                         "step/end does not match an open turn and step",
@@ -546,11 +568,11 @@ impl Relations {
                         ),
                     ));
                 }
-                b.open_step = None;
-                b.calls.clear();
+                b.to_mut().open_step = None;
+                b.to_mut().calls.clear();
             }
             "assistant/message" => {
-                if !open_step_matches(b) {
+                if !open_step_matches(&b) {
                     return Err(refuse(
                         Rule::AssistantOutsideStep,
                         "assistant/message does not match an open turn and step",
@@ -574,7 +596,7 @@ impl Relations {
                             ),
                         ));
                     }
-                    b.calls.push(Call {
+                    b.to_mut().calls.push(Call {
                         id,
                         name: block.get("name").cloned(),
                         arguments: block.get("arguments").cloned(),
@@ -583,14 +605,14 @@ impl Relations {
                     });
                 }
             }
-            "assistant/attempt" if !open_step_matches(b) => {
+            "assistant/attempt" if !open_step_matches(&b) => {
                 return Err(refuse(
                     Rule::AttemptOutsideStep,
                     "assistant/attempt does not match an open turn and step",
                 ));
             }
             "tool/call" => {
-                if !open_step_matches(b) {
+                if !open_step_matches(&b) {
                     return Err(refuse(
                         Rule::ToolCallOutsideStep,
                         "tool/call does not match an open turn and step",
@@ -620,7 +642,7 @@ impl Relations {
                         ),
                     ));
                 };
-                b.calls[index].started = true;
+                b.to_mut().calls[index].started = true;
             }
             "tool/result" => {
                 let replace = matches!(event.surface_op(), Some(SurfaceOp::Replace(_)));
@@ -632,7 +654,7 @@ impl Relations {
                         ));
                     }
                 } else {
-                    if !open_step_matches(b) {
+                    if !open_step_matches(&b) {
                         return Err(refuse(
                             Rule::ToolResultOutsideStep,
                             "tool/result does not match an open turn and step",
@@ -668,7 +690,7 @@ impl Relations {
                             ),
                         ));
                     }
-                    b.calls[index].resolved = true;
+                    b.to_mut().calls[index].resolved = true;
                 }
             }
             "request/header" => {
@@ -678,7 +700,7 @@ impl Relations {
                         "request/header is outside an open turn",
                     ));
                 }
-                b.provider = data
+                b.to_mut().provider = data
                     .get("header")
                     .and_then(|header| header.get("config"))
                     .and_then(|config| config.get("provider"))
@@ -727,7 +749,7 @@ impl Relations {
                                 "llm/retry must preserve retryId across one policy chain",
                             ));
                         }
-                        b.chains[index].retry = expected;
+                        b.to_mut().chains[index].retry = expected;
                     }
                     None => {
                         if self.growing.retry_ids.contains(&key(retry_id)) {
@@ -739,7 +761,7 @@ impl Relations {
                                 ),
                             ));
                         }
-                        b.chains.push(Chain {
+                        b.to_mut().chains.push(Chain {
                             key: chain_key,
                             retry: expected,
                             retry_id: retry_id.cloned(),
@@ -963,7 +985,7 @@ impl Relations {
                         "compaction/start does not match the open turn",
                     ));
                 }
-                b.compaction = Some(OpenCompaction {
+                b.to_mut().compaction = Some(OpenCompaction {
                     compaction_id: field(data, "compactionId").cloned(),
                     source_command_id: field(data, "sourceCommandId").cloned(),
                     turn: turn.cloned(),
@@ -1012,7 +1034,7 @@ impl Relations {
                             "compaction/summary shadowedSeqs do not name an exact current surface span",
                         ));
                     }
-                    if let Some(open) = b.compaction.as_mut() {
+                    if let Some(open) = b.to_mut().compaction.as_mut() {
                         open.summary = true;
                     }
                 } else {
@@ -1038,7 +1060,7 @@ impl Relations {
                             "successful compaction/end requires one summary",
                         ));
                     }
-                    b.compaction = None;
+                    b.to_mut().compaction = None;
                 }
             }
             "compaction/prune" if !names_exact_span(data, nodes) => {
@@ -1048,7 +1070,7 @@ impl Relations {
                 ));
             }
             "session/end-seed" => {
-                b.compaction = None;
+                b.to_mut().compaction = None;
             }
             "session-log-deepseek/delivery-accepted" => {
                 // Upstream's relational pass runs with generation 2 (docs/rules.md, R53).
@@ -1107,8 +1129,8 @@ impl Relations {
             }
             _ => {}
         }
-        if bounded.as_ref() != Some(&self.bounded) {
-            change.bounded = bounded;
+        if let std::borrow::Cow::Owned(changed) = b {
+            change.bounded = Some(changed);
         }
         Ok(change)
     }
