@@ -714,8 +714,9 @@ fn legacy_subject(context: &Context<'_>, who: &Who<'_>) -> String {
 /// raw text). 0: no rule reads the payload.
 pub(crate) fn view_depth(event_type: &EventType) -> u8 {
     match event_type {
-        EventType::ToolResult => 4,
-        EventType::AssistantMessage | EventType::SystemMessage | EventType::RequestHeader => 3,
+        // A system message's text blocks are read (P10).
+        EventType::ToolResult | EventType::SystemMessage => 4,
+        EventType::AssistantMessage | EventType::RequestHeader => 3,
         EventType::UserMessage => 2,
         EventType::AssistantAttempt => 1,
         _ => 0,
@@ -850,7 +851,14 @@ fn check_message_shape<'n, N: Node<'n>>(
     };
     let (role, message) = match who.event_type {
         EventType::UserMessage => ("user", Some(data)),
-        EventType::SystemMessage if generation >= Generation::V3 => ("system", data.get("message")),
+        EventType::SystemMessage if generation >= Generation::V3 => {
+            // Upstream's own payload rules of a system message come first (P4–P10).
+            crate::relations::system_payload_rules(data).map_err(|error| AcceptError {
+                message: format!("{} {}", subject(context, who), error.message),
+                ..error
+            })?;
+            ("system", data.get("message"))
+        }
         EventType::AssistantMessage => ("assistant", data.get("message")),
         EventType::ToolResult => ("user", data.get("message")),
         EventType::AssistantAttempt if generation >= Generation::V2 => {

@@ -433,15 +433,33 @@ impl Relations {
         let is_handled = handled(event);
         let data_cow;
         let data: &Value = if is_handled || event.event_type == EventType::SystemMessage {
-            data_cow = event.data_uncached();
+            data_cow = facts(event);
             &data_cow
         } else {
             &Value::Null
         };
         let mut bounded: Option<Bounded> = None;
         // Pass 1: the system head (S9–S13).
-        let head = head_rules(&self.bounded.head, event, data)?;
-        if head != self.bounded.head {
+        // Most events cannot touch the head state: skip its copy.
+        let quiet = !matches!(
+            tag,
+            "step/start"
+                | "step/end"
+                | "turn/end"
+                | "compaction/summary"
+                | "compaction/prune"
+                | "system/message"
+        ) && match event.surface_op() {
+            None => true,
+            Some(SurfaceOp::Append) => self.bounded.head.surface_started,
+            Some(SurfaceOp::Replace(_)) => false,
+        };
+        let head = if quiet {
+            None
+        } else {
+            Some(head_rules(&self.bounded.head, event, data)?)
+        };
+        if let Some(head) = head.filter(|head| *head != self.bounded.head) {
             let mut next = self.bounded.clone();
             next.head = head;
             bounded = Some(next);
@@ -458,7 +476,11 @@ impl Relations {
                 format!("{view} {seq} data must be a JSON object"),
             ));
         }
-        let b = bounded.get_or_insert_with(|| self.bounded.clone());
+        // Copied only by the types that change it.
+        let mut b: std::borrow::Cow<'_, Bounded> = match bounded {
+            Some(changed) => std::borrow::Cow::Owned(changed),
+            None => std::borrow::Cow::Borrowed(&self.bounded),
+        };
         // R39: a turn boundary inside an open compaction.
         if !skip_r39 && matches!(tag, "turn/start" | "turn/end") && b.compaction.is_some() {
             return Err(refuse(
@@ -486,11 +508,11 @@ impl Relations {
                 }
                 // `next_turn` moves on at the turn's end: upstream names it in R1 while the
                 // turn is open.
-                b.open_turn = Some(b.next_turn);
-                b.open_step = None;
-                b.next_step = 1;
-                b.calls.clear();
-                b.chains.clear();
+                b.to_mut().open_turn = Some(b.next_turn);
+                b.to_mut().open_step = None;
+                b.to_mut().next_step = 1;
+                b.to_mut().calls.clear();
+                b.to_mut().chains.clear();
             }
             "turn/end" => {
                 if !b.open_turn.is_some_and(|t| is_int(turn, t)) {
@@ -514,8 +536,8 @@ impl Relations {
                         format!("turn/end {} crosses an open step", js_json(turn)),
                     ));
                 }
-                b.open_turn = None;
-                b.next_turn += 1;
+                b.to_mut().open_turn = None;
+                b.to_mut().next_turn += 1;
             }
             "step/start" => {
                 let ok = b.open_step.is_none()
@@ -527,11 +549,11 @@ impl Relations {
                         "step/start does not match the open turn and next step",
                     ));
                 }
-                b.open_step = Some(b.next_step);
-                b.next_step += 1;
+                b.to_mut().open_step = Some(b.next_step);
+                b.to_mut().next_step += 1;
             }
             "step/end" => {
-                if !open_step_matches(b) {
+                if !open_step_matches(&b) {
                     return Err(refuse(
                         Rule::StepEndUnmatched,
                         "step/end does not match an open turn and step",
@@ -546,11 +568,11 @@ impl Relations {
                         ),
                     ));
                 }
-                b.open_step = None;
-                b.calls.clear();
+                b.to_mut().open_step = None;
+                b.to_mut().calls.clear();
             }
             "assistant/message" => {
-                if !open_step_matches(b) {
+                if !open_step_matches(&b) {
                     return Err(refuse(
                         Rule::AssistantOutsideStep,
                         "assistant/message does not match an open turn and step",
@@ -574,7 +596,7 @@ impl Relations {
                             ),
                         ));
                     }
-                    b.calls.push(Call {
+                    b.to_mut().calls.push(Call {
                         id,
                         name: block.get("name").cloned(),
                         arguments: block.get("arguments").cloned(),
@@ -583,14 +605,14 @@ impl Relations {
                     });
                 }
             }
-            "assistant/attempt" if !open_step_matches(b) => {
+            "assistant/attempt" if !open_step_matches(&b) => {
                 return Err(refuse(
                     Rule::AttemptOutsideStep,
                     "assistant/attempt does not match an open turn and step",
                 ));
             }
             "tool/call" => {
-                if !open_step_matches(b) {
+                if !open_step_matches(&b) {
                     return Err(refuse(
                         Rule::ToolCallOutsideStep,
                         "tool/call does not match an open turn and step",
@@ -620,7 +642,7 @@ impl Relations {
                         ),
                     ));
                 };
-                b.calls[index].started = true;
+                b.to_mut().calls[index].started = true;
             }
             "tool/result" => {
                 let replace = matches!(event.surface_op(), Some(SurfaceOp::Replace(_)));
@@ -632,7 +654,7 @@ impl Relations {
                         ));
                     }
                 } else {
-                    if !open_step_matches(b) {
+                    if !open_step_matches(&b) {
                         return Err(refuse(
                             Rule::ToolResultOutsideStep,
                             "tool/result does not match an open turn and step",
@@ -655,7 +677,11 @@ impl Relations {
                             ),
                         ));
                     };
-                    if !b.calls[index].started && !is_not_started_repair(event, data, call_id) {
+                    // The exact-repair check reads the whole payload (rare: a call never
+                    // started).
+                    if !b.calls[index].started
+                        && !is_not_started_repair(event, &event.data_uncached(), call_id)
+                    {
                         return Err(refuse(
                             Rule::ToolResultNotRepair,
                             format!(
@@ -664,7 +690,7 @@ impl Relations {
                             ),
                         ));
                     }
-                    b.calls[index].resolved = true;
+                    b.to_mut().calls[index].resolved = true;
                 }
             }
             "request/header" => {
@@ -674,7 +700,7 @@ impl Relations {
                         "request/header is outside an open turn",
                     ));
                 }
-                b.provider = data
+                b.to_mut().provider = data
                     .get("header")
                     .and_then(|header| header.get("config"))
                     .and_then(|config| config.get("provider"))
@@ -723,7 +749,7 @@ impl Relations {
                                 "llm/retry must preserve retryId across one policy chain",
                             ));
                         }
-                        b.chains[index].retry = expected;
+                        b.to_mut().chains[index].retry = expected;
                     }
                     None => {
                         if self.growing.retry_ids.contains(&key(retry_id)) {
@@ -735,7 +761,7 @@ impl Relations {
                                 ),
                             ));
                         }
-                        b.chains.push(Chain {
+                        b.to_mut().chains.push(Chain {
                             key: chain_key,
                             retry: expected,
                             retry_id: retry_id.cloned(),
@@ -959,7 +985,7 @@ impl Relations {
                         "compaction/start does not match the open turn",
                     ));
                 }
-                b.compaction = Some(OpenCompaction {
+                b.to_mut().compaction = Some(OpenCompaction {
                     compaction_id: field(data, "compactionId").cloned(),
                     source_command_id: field(data, "sourceCommandId").cloned(),
                     turn: turn.cloned(),
@@ -1008,7 +1034,7 @@ impl Relations {
                             "compaction/summary shadowedSeqs do not name an exact current surface span",
                         ));
                     }
-                    if let Some(open) = b.compaction.as_mut() {
+                    if let Some(open) = b.to_mut().compaction.as_mut() {
                         open.summary = true;
                     }
                 } else {
@@ -1034,7 +1060,7 @@ impl Relations {
                             "successful compaction/end requires one summary",
                         ));
                     }
-                    b.compaction = None;
+                    b.to_mut().compaction = None;
                 }
             }
             "compaction/prune" if !names_exact_span(data, nodes) => {
@@ -1044,7 +1070,7 @@ impl Relations {
                 ));
             }
             "session/end-seed" => {
-                b.compaction = None;
+                b.to_mut().compaction = None;
             }
             "session-log-deepseek/delivery-accepted" => {
                 // Upstream's relational pass runs with generation 2 (docs/rules.md, R53).
@@ -1103,8 +1129,8 @@ impl Relations {
             }
             _ => {}
         }
-        if bounded.as_ref() != Some(&self.bounded) {
-            change.bounded = bounded;
+        if let std::borrow::Cow::Owned(changed) = b {
+            change.bounded = Some(changed);
         }
         Ok(change)
     }
@@ -1607,5 +1633,377 @@ impl Relations {
             journal: Vec::new(),
             undo: Vec::new(),
         })
+    }
+}
+
+/// P4–P10: upstream's payload rules of a `system/message` (its first pass, before S9), with
+/// upstream's texts. P10 checks the part of the user-message audit a system message reaches:
+/// the source's members and the content's text blocks.
+pub(crate) fn system_payload_rules<'n, N: crate::view::Node<'n>>(
+    data: N,
+) -> Result<(), AcceptError> {
+    use crate::view::Kind;
+    let exact = |node: N, keys: &[&str], rule: Rule, label: &str| -> Result<(), AcceptError> {
+        let members = node.members();
+        for key in keys {
+            if !members.iter().any(|(name, _)| name == key) {
+                return Err(refuse(rule, format!("{label} lacks required field {key}")));
+            }
+        }
+        if let Some((name, _)) = members
+            .iter()
+            .find(|(name, _)| !keys.contains(&name.as_ref()))
+        {
+            return Err(refuse(rule, format!("{label} has unexpected field {name}")));
+        }
+        Ok(())
+    };
+    if data.kind() != Kind::Object {
+        return Err(refuse(
+            Rule::SystemDataNotObject,
+            "system/message data must be an object",
+        ));
+    }
+    exact(
+        data,
+        &["turn", "step", "message"],
+        Rule::SystemDataKeys,
+        "system/message data",
+    )?;
+    for key in ["turn", "step"] {
+        match data.get(key).and_then(|value| value.seq_number()) {
+            None => {
+                return Err(refuse(
+                    Rule::SystemTurnStep,
+                    format!("{key} must be a non-negative safe integer"),
+                ))
+            }
+            Some(0) => {
+                return Err(refuse(
+                    Rule::SystemTurnStep,
+                    format!("{key} must be positive"),
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    let Some(message) = data.get("message").filter(|m| m.kind() == Kind::Object) else {
+        return Err(refuse(
+            Rule::SystemMessageKeys,
+            "system message must be an object",
+        ));
+    };
+    exact(
+        message,
+        &["id", "role", "source", "content"],
+        Rule::SystemMessageKeys,
+        "system message",
+    )?;
+    let id_ok = message.get("id").is_some_and(|id| id.is_non_empty_str());
+    let role_ok = message.get("role").and_then(|role| role.text()).as_deref() == Some("system");
+    if !id_ok || !role_ok {
+        return Err(refuse(
+            Rule::SystemIdRole,
+            "system message requires an id and system role",
+        ));
+    }
+    let Some(source) = message.get("source").filter(|s| s.kind() == Kind::Object) else {
+        return Err(refuse(
+            Rule::SystemSource,
+            "system source must be an object",
+        ));
+    };
+    let plugin = source.get("plugin");
+    let plugin_ok = source.get("kind").and_then(|kind| kind.text()).as_deref() == Some("plugin")
+        && plugin.is_some_and(|plugin| plugin.is_non_empty_str());
+    if !plugin_ok {
+        return Err(refuse(
+            Rule::SystemSource,
+            "system message requires plugin source",
+        ));
+    }
+    let compact = plugin.and_then(|plugin| plugin.text()).as_deref() == Some("compact");
+    for (name, _) in source.members() {
+        let allowed = matches!(
+            name.as_ref(),
+            "kind" | "plugin" | "form" | "sections" | "summary"
+        ) || (compact && matches!(name.as_ref(), "compactionId" | "sourceCommandId"));
+        if !allowed {
+            return Err(refuse(
+                Rule::SystemAsUserMessage,
+                format!(
+                    "user/message 0 source has unexpected member {}",
+                    to_js_string(&Value::String(name.into_owned()))
+                ),
+            ));
+        }
+    }
+    let Some(content) = message.get("content").filter(|c| c.kind() == Kind::Array) else {
+        return Err(refuse(
+            Rule::SystemAsUserMessage,
+            "user/message 0 content must be an array",
+        ));
+    };
+    for index in 0..content.len().unwrap_or(0) {
+        let Some(block) = content.at(index) else {
+            break;
+        };
+        let is_text = block.get("type").and_then(|t| t.text()).as_deref() == Some("text");
+        if is_text
+            && block
+                .get("text")
+                .is_none_or(|text| text.kind() != Kind::Str)
+        {
+            return Err(refuse(
+                Rule::SystemAsUserMessage,
+                format!("user/message 0 content[{index}] text must be a string"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What the relational rules read of an event's payload, without building the rest: the
+/// payload itself when it is already parsed (appends), else a `Value` of the same shape holding
+/// only the fields the rules read, decoded in one pass that skips everything else (message
+/// texts, tool outputs, streams). A payload the narrow decoding refuses (a field of another
+/// type, a repeated key) is parsed whole, so the rules see exactly what they would.
+fn facts(event: &Event) -> std::borrow::Cow<'_, Value> {
+    use std::borrow::Cow;
+    if event.is_data_parsed() {
+        return Cow::Borrowed(event.data());
+    }
+    let text = event.data_json();
+    let narrow = match event.event_type {
+        EventType::AssistantMessage => narrow::<narrow::Assistant>(text),
+        EventType::ToolResult => narrow::<narrow::ToolResult>(text),
+        EventType::UserMessage => narrow::<narrow::UserMessage>(text),
+        EventType::SystemMessage => narrow::<narrow::SystemMessage>(text),
+        EventType::AssistantAttempt => narrow::<narrow::Settlement>(text),
+        _ if !handled_by_rules(event.event_type.as_str()) => {
+            // P12 only: whether `data` is an object.
+            let object = text.trim_start().starts_with('{');
+            Some(if object {
+                Value::Object(serde_json::Map::new())
+            } else {
+                Value::Null
+            })
+        }
+        _ => None,
+    };
+    match narrow {
+        Some(value) => Cow::Owned(value),
+        None => event.data_uncached(),
+    }
+}
+
+/// Types with a relational rule of their own (others are read for P12 only).
+fn handled_by_rules(tag: &str) -> bool {
+    matches!(
+        tag,
+        "turn/start"
+            | "turn/end"
+            | "step/start"
+            | "step/end"
+            | "tool/call"
+            | "request/header"
+            | "request/context"
+            | "llm/retry"
+            | "llm/retry-started"
+            | "tool/ptc-dispatch-start"
+            | "tool/ptc-dispatch"
+            | "command/run"
+            | "command/done"
+            | "session/title"
+            | "session/title-llm-request"
+            | "compaction/start"
+            | "compaction/summary"
+            | "compaction/end"
+            | "compaction/prune"
+            | "session/end-seed"
+            | "session-log-deepseek/delivery-accepted"
+    )
+}
+
+fn narrow<T: serde::de::DeserializeOwned + Into<Value>>(text: &str) -> Option<Value> {
+    serde_json::from_str::<T>(text).ok().map(Into::into)
+}
+
+/// The narrow payload shapes [`facts`] decodes (unknown fields are skipped unread).
+mod narrow {
+    use serde::Deserialize;
+    use serde_json::{Map, Value};
+
+    /// A present field, `null` included (serde's `Option` would read `null` as absent).
+    fn present<'de, D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Value>, D::Error> {
+        Value::deserialize(deserializer).map(Some)
+    }
+
+    fn put(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
+        if let Some(value) = value {
+            map.insert(key.to_owned(), value);
+        }
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct Settlement {
+        #[serde(default, deserialize_with = "present")]
+        turn: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        step: Option<Value>,
+    }
+
+    impl From<Settlement> for Value {
+        fn from(facts: Settlement) -> Value {
+            let mut map = Map::new();
+            put(&mut map, "turn", facts.turn);
+            put(&mut map, "step", facts.step);
+            Value::Object(map)
+        }
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct Block {
+        #[serde(rename = "type")]
+        #[serde(default, deserialize_with = "present")]
+        kind: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        id: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        name: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        arguments: Option<Value>,
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct AssistantMessageBody {
+        content: Option<Vec<Block>>,
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct Assistant {
+        #[serde(default, deserialize_with = "present")]
+        turn: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        step: Option<Value>,
+        message: Option<AssistantMessageBody>,
+    }
+
+    impl From<Assistant> for Value {
+        fn from(facts: Assistant) -> Value {
+            let mut map = Map::new();
+            put(&mut map, "turn", facts.turn);
+            put(&mut map, "step", facts.step);
+            if let Some(message) = facts.message {
+                let mut body = Map::new();
+                if let Some(content) = message.content {
+                    let blocks = content
+                        .into_iter()
+                        .map(|block| {
+                            let mut entry = Map::new();
+                            put(&mut entry, "type", block.kind);
+                            put(&mut entry, "id", block.id);
+                            put(&mut entry, "name", block.name);
+                            put(&mut entry, "arguments", block.arguments);
+                            Value::Object(entry)
+                        })
+                        .collect();
+                    body.insert("content".into(), Value::Array(blocks));
+                }
+                map.insert("message".into(), Value::Object(body));
+            }
+            Value::Object(map)
+        }
+    }
+
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub(super) struct Source {
+        #[serde(default, deserialize_with = "present")]
+        kind: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        plugin: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        call_id: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        compaction_id: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        source_command_id: Option<Value>,
+    }
+
+    impl From<Source> for Value {
+        fn from(source: Source) -> Value {
+            let mut map = Map::new();
+            put(&mut map, "kind", source.kind);
+            put(&mut map, "plugin", source.plugin);
+            put(&mut map, "callId", source.call_id);
+            put(&mut map, "compactionId", source.compaction_id);
+            put(&mut map, "sourceCommandId", source.source_command_id);
+            Value::Object(map)
+        }
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct WithSource {
+        source: Option<Source>,
+    }
+
+    fn with_source(message: WithSource) -> Value {
+        let mut map = Map::new();
+        put(&mut map, "source", message.source.map(Value::from));
+        Value::Object(map)
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct ToolResult {
+        #[serde(default, deserialize_with = "present")]
+        turn: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        step: Option<Value>,
+        message: Option<WithSource>,
+    }
+
+    impl From<ToolResult> for Value {
+        fn from(facts: ToolResult) -> Value {
+            let mut map = Map::new();
+            put(&mut map, "turn", facts.turn);
+            put(&mut map, "step", facts.step);
+            put(&mut map, "message", facts.message.map(with_source));
+            Value::Object(map)
+        }
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct SystemMessage {
+        #[serde(default, deserialize_with = "present")]
+        turn: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        step: Option<Value>,
+        message: Option<WithSource>,
+    }
+
+    impl From<SystemMessage> for Value {
+        fn from(facts: SystemMessage) -> Value {
+            let mut map = Map::new();
+            put(&mut map, "turn", facts.turn);
+            put(&mut map, "step", facts.step);
+            put(&mut map, "message", facts.message.map(with_source));
+            Value::Object(map)
+        }
+    }
+
+    #[derive(Deserialize)]
+    pub(super) struct UserMessage {
+        source: Option<Source>,
+    }
+
+    impl From<UserMessage> for Value {
+        fn from(facts: UserMessage) -> Value {
+            with_source(WithSource {
+                source: facts.source,
+            })
+        }
     }
 }

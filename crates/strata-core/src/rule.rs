@@ -142,6 +142,20 @@ rules! {
     /// v0/v1 only: a row upstream 0.1.0-rc.8 fails on with a JavaScript `TypeError` (a `null`
     /// row); reproduced with upstream's text because it decides which failure is reported.
     InternalTypeError => "internal-type-error",
+    /// P4: a `system/message`'s `data` is an object. (docs/rules.md)
+    SystemDataNotObject => "P4",
+    /// P5: … with exactly `turn`, `step`, `message`. (docs/rules.md)
+    SystemDataKeys => "P5",
+    /// P6: … whose `turn` and `step` are positive counts. (docs/rules.md)
+    SystemTurnStep => "P6",
+    /// P7: the system message is an object with exactly `id`, `role`, `source`, `content`. (docs/rules.md)
+    SystemMessageKeys => "P7",
+    /// P8: … with a non-empty id and the system role. (docs/rules.md)
+    SystemIdRole => "P8",
+    /// P9: … and a plugin source. (docs/rules.md)
+    SystemSource => "P9",
+    /// P10: … audited as a user message (source members, content blocks). (docs/rules.md)
+    SystemAsUserMessage => "P10",
     /// P12: an event upstream's relationship pass reads has an object `data`. (docs/rules.md)
     DataNotJsonObject => "P12",
     /// R1: `turn/start` opens the next turn, with no turn open. (docs/rules.md)

@@ -33,6 +33,8 @@ const NOT_RAISED_BY_CORE: &[Rule] = &[
     // texts (see `relations_60`, `relations_61`).
     Rule::SystemReplacesHeadInexactly,
     Rule::ReplacementShadowsHead,
+    // Upstream's P9 (`system message requires plugin source`) is checked first (docs/rules.md).
+    Rule::SystemNoPluginSource,
     // R48 follows a turn boundary inside the bracket, whose R39 the bracket's own
     // `compaction/end` makes final (no stale start): R39 is reported (relations_66).
     Rule::CompactionEndTurn,

@@ -69,4 +69,5 @@ data_tests! { "relations";
     relations_64_stale_compaction_excuses_a_turn_boundary,
     relations_65_summary_after_its_owner_turn,
     relations_66_compaction_end_after_its_owner_turn,
+    relations_67_system_message_payload,
 }

@@ -78,7 +78,7 @@ fn chat_request_reads_the_header_fold_and_derived_messages() {
     );
     let mut call = call();
     call.reasoning_effort = Some("high".into());
-    // The system head lies in the open step, as the admission rules require (docs/rules.md S9).
+    // Inside a turn and step, as the V3 rules require (docs/rules.md S9, R8, R17).
     let events = vec![
         Candidate::log_only(payload::TurnStart { turn: 1 }),
         Candidate::log_only(payload::StepStart { turn: 1, step: 1 }),
