@@ -455,3 +455,138 @@ pub fn parse_expectations(text: &str) -> BTreeSet<String> {
         .map(str::to_owned)
         .collect()
 }
+
+/// The classification's own checks, run before the corpus (a broken classifier would make every
+/// case agree, or none): each a description of what failed.
+pub fn self_check() -> Vec<String> {
+    let mut failed = Vec::new();
+    let mut expect = |what: &str, got: String, want: &str| {
+        if got != want {
+            failed.push(format!("{what}: got {got:?}, want {want:?}"));
+        }
+    };
+    expect(
+        "normalise numbers",
+        normalise("SessionFormatError: turn/start 3 does not open expected turn 2"),
+        "turn/start <n> does not open expected turn <n>",
+    );
+    expect(
+        "normalise ids",
+        normalise(
+            "SessionFormatError: tool/call call-1-1-0 does not match one advertised tool call",
+        ),
+        "tool/call <id> does not match one advertised tool call",
+    );
+    expect(
+        "normalise constants",
+        normalise("SessionFormatError: format v3 tool/result at seq 57 sourceEventSeqs must be a non-empty array"),
+        "format v3 tool/result at seq <n> sourceEventSeqs must be a non-empty array",
+    );
+    expect(
+        "normalise quoted values",
+        normalise(
+            "UnsupportedSessionFormatError: format v2 contains unknown event type \"x/y\" at seq 4",
+        ),
+        "format v2 contains unknown event type <value> at seq <n>",
+    );
+    let refused = |row: u64, text: &str, event_type: &str| Verdict {
+        file: PathBuf::new(),
+        ok: false,
+        error: Some(format!("SessionFormatError: {text}")),
+        seq: Some(row - 1),
+        row: Some(row),
+        event_type: Some(event_type.to_owned()),
+    };
+    let strata = |rule: &str, index: u64, message: &str| StrataVerdict::Refused {
+        rule: rule.to_owned(),
+        seq: Some(index),
+        index: Some(index),
+        message: message.to_owned(),
+    };
+    let accepted = Verdict {
+        file: PathBuf::new(),
+        ok: true,
+        error: None,
+        seq: None,
+        row: None,
+        event_type: None,
+    };
+    let upstream = refused(5, "turn/end 2 has no matching open turn", "turn/end");
+    let cases = [
+        (
+            "same event and text",
+            classify(
+                &upstream,
+                &strata("turn-end", 4, "at 4: turn/end 2 has no matching open turn"),
+                false,
+            ),
+            Outcome::Agree,
+        ),
+        (
+            "another event",
+            classify(
+                &upstream,
+                &strata("turn-end", 3, "turn/end 2 has no matching open turn"),
+                false,
+            ),
+            Outcome::Disagree("wrong-seq\tturn/end <n> has no matching open turn".into()),
+        ),
+        (
+            "another text",
+            classify(&upstream, &strata("turn-end", 4, "no open turn"), false),
+            Outcome::Disagree("wrong-text\tturn/end <n> has no matching open turn".into()),
+        ),
+        (
+            "strata accepts",
+            classify(&upstream, &StrataVerdict::Accepted, false),
+            Outcome::Disagree("strata-accepts\tturn/end <n> has no matching open turn".into()),
+        ),
+        (
+            "strata refuses",
+            classify(&accepted, &strata("seq-not-contiguous", 2, "gap"), false),
+            Outcome::Disagree("strata-refuses\tseq-not-contiguous".into()),
+        ),
+        (
+            "a dsh-session rule",
+            classify(&accepted, &strata("message-no-id", 2, "no id"), false),
+            Outcome::SessionRule("message-no-id".into()),
+        ),
+        (
+            "a dsh-session rule before upstream's",
+            classify(&upstream, &strata("message-no-id", 2, "no id"), false),
+            Outcome::SessionRule("message-no-id".into()),
+        ),
+        (
+            "a seeded log's refusal located at its marker",
+            classify(
+                &refused(
+                    9,
+                    "turn/end 2 has no matching open turn",
+                    "session/end-seed",
+                ),
+                &strata("turn-end", 4, "turn/end 2 has no matching open turn"),
+                true,
+            ),
+            Outcome::Agree,
+        ),
+        (
+            "an unseeded log's marker is an exact place",
+            classify(
+                &refused(
+                    9,
+                    "turn/end 2 has no matching open turn",
+                    "session/end-seed",
+                ),
+                &strata("turn-end", 4, "turn/end 2 has no matching open turn"),
+                false,
+            ),
+            Outcome::Disagree("wrong-seq\tturn/end <n> has no matching open turn".into()),
+        ),
+    ];
+    for (what, got, want) in cases {
+        if got != want {
+            failed.push(format!("classify, {what}: got {got:?}, want {want:?}"));
+        }
+    }
+    failed
+}

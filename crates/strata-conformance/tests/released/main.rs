@@ -106,6 +106,14 @@ fn parse_seeds(text: &str) -> Option<Vec<u64>> {
 }
 
 fn main() -> ExitCode {
+    let broken = agree::self_check();
+    if !broken.is_empty() {
+        loud(&format!(
+            "released: FAIL the suite's classifier: {}\n",
+            broken.join("\n  ")
+        ));
+        return ExitCode::FAILURE;
+    }
     let oracle = match FormatOracle::find() {
         Ok(oracle) => oracle,
         Err(reason) => return skip(&reason),
