@@ -216,6 +216,8 @@ pub struct Report {
     session_rules: BTreeMap<String, usize>,
     /// Classes seen in the deterministic part of the run.
     deterministic_classes: BTreeSet<String>,
+    /// Disagreement keys seen in the deterministic part of the run.
+    deterministic_keys: BTreeSet<String>,
     n_cases: usize,
     n_agree: usize,
 }
@@ -237,6 +239,7 @@ impl Report {
             examples: BTreeMap::new(),
             session_rules: BTreeMap::new(),
             deterministic_classes: BTreeSet::new(),
+            deterministic_keys: BTreeSet::new(),
             n_cases: cases.len(),
             n_agree: 0,
         };
@@ -256,6 +259,7 @@ impl Report {
                     normalise(verdict.error.as_deref().unwrap_or(""))
                 );
                 *report.disagreements.entry(key.clone()).or_default() += 1;
+                report.deterministic_keys.insert(key.clone());
                 report.examples.entry(key).or_insert_with(|| Example {
                     file: log.file.clone(),
                     kind: "writer",
@@ -293,6 +297,9 @@ impl Report {
                 }
                 Outcome::Disagree(key) => {
                     row.3 += 1;
+                    if case.regression {
+                        report.deterministic_keys.insert(key.clone());
+                    }
                     *report.disagreements.entry(key.clone()).or_default() += 1;
                     report.examples.entry(key).or_insert_with(|| Example {
                         file: file.clone(),
@@ -396,8 +403,21 @@ impl Report {
     /// Failures against the expectation file `known`.
     pub fn check(&self, known: &BTreeSet<String>) -> Vec<String> {
         let mut failures = Vec::new();
+        let known_classes: BTreeSet<String> = known.iter().map(|key| class_of_key(key)).collect();
         for (key, n) in &self.disagreements {
             if known.contains(key) {
+                continue;
+            }
+            // Seen only under a fresh seed, in a class the file lists under another kind: a
+            // rarer shape of a known gap, noted rather than failed, so that CI's fresh seed
+            // does not flake on it (the regression seeds and the writer paths stay exact).
+            if !self.deterministic_keys.contains(key) && known_classes.contains(&class_of_key(key))
+            {
+                crate::loud(&format!(
+                    "released: note: a known class disagrees in a new way under a fresh seed \
+                     ({n} cases): {}; STRATA_BLESS=1 lists it\n",
+                    key.replace('\t', ": ")
+                ));
                 continue;
             }
             let mut failure = format!("new disagreement ({n} cases) {}", key.replace('\t', ": "));

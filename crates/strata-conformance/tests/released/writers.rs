@@ -29,6 +29,7 @@ pub const PATHS: &[&str] = &[
     "synth-conversation",
     "store-synth-turns",
     "compaction-llm",
+    "agent-loop-compaction",
     "compaction-extractive",
     "compaction-failed",
     "prune-in-turn",
@@ -224,6 +225,7 @@ fn library(out: &mut Out<'_>) {
         out.session("store-synth-turns", "5 turns", &session);
     }
     compactions(out);
+    agent_loop_compaction(out);
     crash_repair(out);
     forks(out);
     migrate_fixtures(out);
@@ -402,6 +404,117 @@ fn compactions(out: &mut Out<'_>) {
             }
         }
         Err(error) => out.error("compaction", &error),
+    }
+}
+
+/// The agent loop's own pre-step (the library `Agent` with `AutoCompaction`, on a JSONL store,
+/// a scripted model and the real tools) under a small context window: a large tool result
+/// pruned inside the turn, then compactions with the loop's model as summarizer — one that
+/// answers and one that fails.
+fn agent_loop_compaction(out: &mut Out<'_>) {
+    use std::sync::Arc;
+    use strata_agent::agent::{Agent, AgentConfig, AutoCompaction, CallConfig};
+    use strata_agent::tools::{ToolSet, ToolsConfig, Workspace};
+
+    let root = out.dir.join("agent-loop");
+    let work = root.join("work");
+    let big = "all work and no play makes a long tool result\n".repeat(600);
+    if std::fs::create_dir_all(&work).is_err() || std::fs::write(work.join("big.txt"), big).is_err()
+    {
+        out.error("agent-loop-compaction", "cannot create the workspace");
+        return;
+    }
+    let store = strata_store::Store::jsonl(root.join("store"), strata_store::Compression::None);
+    let question = "Explain the build. ".repeat(130);
+    let long = "The build has many parts. ".repeat(45);
+    let summary =
+        "## Primary Request and Intent\n- Explain the build.\n## Current Work\n- Explained it.";
+    let read_big = json!({"events": [
+        {"type": "tool_call_delta", "index": 0, "id": "call_big", "name": "read_file", "arguments_delta": "{\"path\": \"big.txt\"}"},
+        {"type": "finish", "reason": "tool_calls"}]});
+    let scenarios: Vec<(&str, Value)> = vec![
+        (
+            "summary-answers",
+            json!({"responses": [answer(&long), answer(summary), answer("ok"), answer("ok"), answer("ok")]}),
+        ),
+        (
+            "summary-fails",
+            json!({"responses": [answer(&long),
+            {"events": [], "error": {"code": "AUTH", "message": "bad key"}}, answer("ok"), answer("ok"), answer("ok")]}),
+        ),
+        (
+            "prune-then-compact",
+            json!({"responses": [read_big, answer(&long), answer(summary), answer("ok"), answer("ok"), answer("ok")]}),
+        ),
+    ];
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            out.error("agent-loop-compaction", &error.to_string());
+            return;
+        }
+    };
+    for (name, script) in scenarios {
+        let ran = (|| {
+            let model = Arc::new(
+                ScriptedModel::from_json_str(&script.to_string()).map_err(|e| e.to_string())?,
+            );
+            let mut config = AgentConfig::new(CallConfig::new("deepseek", "deepseek-chat"));
+            config.call.context_window = Some(1500);
+            config.retry.backoff.initial = Duration::from_millis(1);
+            config.retry.backoff.jitter = 0.0;
+            let hook = AutoCompaction::new(
+                Compactor::new(CompactionConfig::default()).map_err(|e| e.to_string())?,
+                Some(Pruner::new(PrunerConfig::default()).map_err(|e| e.to_string())?),
+                config.reasoning,
+                config.retry,
+            );
+            let header = SessionHeader::fresh(name, 1).map_err(|e| e.to_string())?;
+            let writer = store.create(header).map_err(|e| e.to_string())?;
+            let workspace = Workspace::new(&work).map_err(|e| e.to_string())?;
+            let mut agent = Agent::new(
+                writer,
+                model,
+                ToolSet::builtin(&ToolsConfig::default()),
+                workspace,
+                config,
+            )
+            .with_hook(Arc::new(hook));
+            let cancel = tokio_util::sync::CancellationToken::new();
+            let prompts = [question.as_str(), "And the tests?", "And the docs?"];
+            runtime.block_on(async {
+                for prompt in prompts {
+                    agent
+                        .run_turn(prompt, &cancel)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                }
+                Ok::<_, String>(())
+            })?;
+            agent.close().map_err(|e| e.to_string())?;
+            let log = store.read(name).map_err(|e| e.to_string())?;
+            let count = |kind: &str| {
+                log.events
+                    .iter()
+                    .filter(|event| event.type_tag() == Some(kind))
+                    .count()
+            };
+            let wanted = if name == "prune-then-compact" {
+                "compaction/prune"
+            } else {
+                "compaction/start"
+            };
+            if count(wanted) == 0 {
+                return Err(format!("{name}: the loop wrote no {wanted}"));
+            }
+            Ok(PathBuf::from(log.location))
+        })();
+        if let Some(file) = out.try_run("agent-loop-compaction", ran) {
+            out.file("agent-loop-compaction", name, file);
+        }
     }
 }
 
