@@ -1002,6 +1002,13 @@ fn file_commands(out: &mut Out<'_>, binary: &Path, home: &Path, dir: &Path) {
             &[0],
         );
         if out.try_run("cli-import-export", ran).is_some() {
+            // A round trip: the exported log is the imported one, byte for byte.
+            if std::fs::read(&exported).ok() != std::fs::read(file).ok() {
+                out.error(
+                    "cli-import-export",
+                    &format!("{} differs from {}", exported.display(), file.display()),
+                );
+            }
             out.file(
                 "cli-import-export",
                 &format!("import then export of {id}"),
@@ -1027,7 +1034,25 @@ fn file_commands(out: &mut Out<'_>, binary: &Path, home: &Path, dir: &Path) {
         &[0],
     );
     if out.try_run("cli-convert", ran).is_some() {
-        for file in cli::logs_under(&converted) {
+        let originals: Vec<Vec<u8>> = sources
+            .iter()
+            .filter_map(|(_, file)| std::fs::read(file).ok())
+            .collect();
+        let copies = cli::logs_under(&converted);
+        if copies.len() != sources.len() {
+            out.error(
+                "cli-convert",
+                &format!("{} sessions converted of {}", copies.len(), sources.len()),
+            );
+        }
+        for file in copies {
+            // Every copy is one of the sources, byte for byte.
+            if !std::fs::read(&file).is_ok_and(|bytes| originals.contains(&bytes)) {
+                out.error(
+                    "cli-convert",
+                    &format!("{} is none of the sources, byte for byte", file.display()),
+                );
+            }
             out.file("cli-convert", "sqlite → jsonl", file);
         }
     }
