@@ -52,6 +52,9 @@ pub struct Verdict {
     pub error: Option<String>,
     /// The seq of the first event whose prefix already fails with that refusal.
     pub seq: Option<u64>,
+    /// That event's row in the file (the header is row 0, so event `i` of the log is row
+    /// `i + 1`): where it is even when its seq is not its position.
+    pub row: Option<u64>,
     /// That event's type.
     pub event_type: Option<String>,
 }
@@ -133,6 +136,33 @@ impl FormatOracle {
                 output.status.code(),
                 String::from_utf8_lossy(&output.stderr)
             ));
+        }
+        Ok(verdicts)
+    }
+
+    /// [`check`](Self::check) split over up to `processes` concurrent `node` processes (each
+    /// takes a contiguous share of `files`); the verdicts come back in the order of `files`. For
+    /// corpora of thousands of logs, where one process would leave the other cores idle.
+    pub fn check_many(&self, files: &[PathBuf], processes: usize) -> Result<Vec<Verdict>, String> {
+        let processes = processes.clamp(1, files.len().max(1));
+        let share = files.len().div_ceil(processes).max(1);
+        let answers: Vec<Result<Vec<Verdict>, String>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = files
+                .chunks(share)
+                .map(|chunk| scope.spawn(move || self.check(chunk)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|handle| {
+                    handle
+                        .join()
+                        .unwrap_or_else(|_| Err("a check.mjs driver thread panicked".to_owned()))
+                })
+                .collect()
+        });
+        let mut verdicts = Vec::with_capacity(files.len());
+        for answer in answers {
+            verdicts.extend(answer?);
         }
         Ok(verdicts)
     }
@@ -284,6 +314,7 @@ fn parse_verdict(line: &str) -> Result<Verdict, String> {
         ok: value.get("ok").and_then(Value::as_bool) == Some(true),
         error: text("error"),
         seq: value.get("seq").and_then(Value::as_u64),
+        row: value.get("row").and_then(Value::as_u64),
         event_type: text("type"),
     })
 }

@@ -13,7 +13,11 @@
 //! [`format_oracle`] is the second reference, upstream's released V3 format layer (the
 //! `@deepseek-ai/dsh-session-format*` packages), as a test helper: the tests of the writer
 //! crates (strata-compact, strata-agent, strata-cli) ask it whether the logs they wrote are
-//! accepted, through this crate as a dev-dependency.
+//! accepted, through this crate as a dev-dependency. `tests/released` (harness-free, like
+//! `tests/differential.rs`) is the second differential suite, against that layer: every strata
+//! writer path's logs must be accepted, and strata's verdict must equal upstream's on
+//! single-mutation corpora of generated V3 logs, up to the known disagreements listed in
+//! `tests/released/known-disagreements.txt` (which may only shrink).
 //!
 //! It is a test crate: it writes no logs but the temporary files it hands the oracle, and is
 //! left out of the workspace's default members so that a plain `cargo test` stays fast;

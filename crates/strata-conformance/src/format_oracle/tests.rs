@@ -54,6 +54,7 @@ fn verdicts_name_the_refused_event() {
                 ok: true,
                 error: None,
                 seq: None,
+                row: None,
                 event_type: None,
             },
             Verdict {
@@ -61,10 +62,26 @@ fn verdicts_name_the_refused_event() {
                 ok: false,
                 error: Some("SessionFormatError: turn/end 2 has no matching open turn".into()),
                 seq: Some(1),
+                row: Some(2),
                 event_type: Some("turn/end".into()),
             },
         ]
     );
+    // Split over processes, the verdicts keep the order of the files.
+    let files = [
+        bad.clone(),
+        good.clone(),
+        bad.clone(),
+        good.clone(),
+        bad.clone(),
+    ];
+    let many = oracle.check_many(&files, 2).expect("the oracle runs");
+    let oks: Vec<bool> = many.iter().map(|verdict| verdict.ok).collect();
+    assert_eq!(oks, [false, true, false, true, false]);
+    assert!(many
+        .iter()
+        .zip(&files)
+        .all(|(verdict, file)| verdict.file == std::path::absolute(file).expect("absolute")));
     if let Some(dir) = good.parent() {
         let _ = std::fs::remove_dir_all(dir);
     }
