@@ -288,5 +288,7 @@ fn parse_verdict(line: &str) -> Result<Verdict, String> {
     })
 }
 
+pub mod migrate;
+
 #[cfg(test)]
 mod tests;
