@@ -77,6 +77,10 @@ pub fn migrate_file(source: &Path) -> Result<MigrateReport, MigrateError> {
     if target.exists() {
         return Err(MigrateError::TargetExists { path: target });
     }
+    // Upstream's released v0/v1 codec reads the header with exact keys before any row.
+    if generation <= Generation::V1 {
+        check_physical_header(source, generation)?;
+    }
     // Pass 1: the source must be valid under its own rules before anything is written.
     let before = validate_source(source)?;
 
@@ -132,6 +136,48 @@ pub fn migrate_file(source: &Path) -> Result<MigrateReport, MigrateError> {
         n_messages: before.messages.len(),
         torn_tail: before.torn_tail,
     })
+}
+
+/// The exact header keys of upstream's released v0/v1 codec (docs/migration.md, refusal
+/// `m0-header-member`): no key outside the known set, then every required key.
+fn check_physical_header(source: &Path, generation: Generation) -> Result<(), MigrateError> {
+    const REQUIRED: [&str; 5] = ["type", "version", "id", "createdAt", "delegationDepth"];
+    const OPTIONAL: [&str; 5] = [
+        "cwd",
+        "parentSession",
+        "seedLength",
+        "origin",
+        "agentPreset",
+    ];
+    let header = crate::legacy::physical_header(source)?;
+    let Value::Object(header) = header else {
+        return Ok(());
+    };
+    let version = generation.format_version();
+    let refuse = |text: String| MigrateError::Refused {
+        at: crate::legacy::At {
+            file: source.display().to_string(),
+            generation,
+            line: 1,
+            seq: None,
+        },
+        refusal: super::refusal::Refusal::HeaderMember,
+        text,
+    };
+    if let Some(key) = header
+        .keys()
+        .find(|key| !REQUIRED.contains(&key.as_str()) && !OPTIONAL.contains(&key.as_str()))
+    {
+        return Err(refuse(format!(
+            "released v{version} physical header has unexpected member \"{key}\""
+        )));
+    }
+    if let Some(key) = REQUIRED.iter().find(|key| !header.contains_key(**key)) {
+        return Err(refuse(format!(
+            "released v{version} physical header lacks required member \"{key}\""
+        )));
+    }
+    Ok(())
 }
 
 /// Streams the source through the edges into `temp`; returns the number of V3 events.

@@ -6,6 +6,12 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Refusal {
+    /// v0/v1 codec: a physical header key outside the released set, or a required one missing.
+    HeaderMember,
+    /// v0→v1 payload audit: a type outside the frozen v0 inventory (even when ignorable).
+    UnknownHistoricalType,
+    /// v0→v1 payload audit: a known event whose `data` is not an object.
+    DataNotObject,
     /// v0→v1: an `llm/retry-started` without `retryId` (never minted).
     RetryStartedWithoutId,
     /// v0→v1: `request/header.header.messagePrefix` that is not an array.
@@ -42,6 +48,9 @@ impl Refusal {
     /// The stable id (docs/migration.md).
     pub const fn id(self) -> &'static str {
         match self {
+            Refusal::HeaderMember => "m0-header-member",
+            Refusal::DataNotObject => "m1-data-not-object",
+            Refusal::UnknownHistoricalType => "m1-unknown-historical-type",
             Refusal::RetryStartedWithoutId => "m1-retry-started-without-id",
             Refusal::MessagePrefixNotArray => "m1-message-prefix",
             Refusal::TurnStartWithoutClose => "m2-turn-start-without-close",
@@ -63,7 +72,11 @@ impl Refusal {
     /// The edge that refuses.
     pub const fn edge(self) -> &'static str {
         match self {
-            Refusal::RetryStartedWithoutId | Refusal::MessagePrefixNotArray => "v0→v1",
+            Refusal::HeaderMember => "v0/v1 codec",
+            Refusal::RetryStartedWithoutId
+            | Refusal::MessagePrefixNotArray
+            | Refusal::DataNotObject
+            | Refusal::UnknownHistoricalType => "v0→v1",
             Refusal::TurnStartWithoutClose
             | Refusal::MessageOmitsAttempt
             | Refusal::MessageProvenanceNotAttempt

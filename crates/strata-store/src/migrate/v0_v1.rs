@@ -176,12 +176,27 @@ impl<I: Iterator<Item = StageItem>> V0ToV1<I> {
                 _ => {}
             }
         }
+        // The payload audit (docs/migration.md, "v0 → v1" step 10), the parts strata
+        // reproduces: the closed vocabulary, then an object `data` for every known type.
         if !Generation::V0.is_known_type(&EventType::parse(&tag)) {
-            staged.event = event;
-            return Err(MigrateError::UnknownType {
+            let shown = match event.get("type") {
+                Some(value) => strata_core::json::to_js_string(value),
+                None => "undefined".to_owned(),
+            };
+            return Err(MigrateError::Refused {
                 at: self.context.at(&staged),
-                edge: EDGE,
-                event_type: tag,
+                refusal: Refusal::UnknownHistoricalType,
+                text: format!(
+                    "format v0 contains unknown historical event type {shown} at seq {seq_text}; \
+                     migration refuses unknown historical events even when ignorable"
+                ),
+            });
+        }
+        if tag != "assistant/chunk" && !matches!(event.get("data"), Some(Value::Object(_))) {
+            return Err(MigrateError::Refused {
+                at: self.context.at(&staged),
+                refusal: Refusal::DataNotObject,
+                text: format!("{tag} {seq_text} data must be a JSON object"),
             });
         }
         staged.event = event;
