@@ -2,13 +2,13 @@
 //! write `session.v3.jsonl[.zstd]` beside it, verify what was written, publish it.
 //!
 //! Order, and what each failure leaves behind:
-//! 1. The source is validated under its own generation's rules (a streaming pass). An invalid
-//!    source is refused here: nothing has been written.
-//! 2. The source is read again and streamed through the edges into an exclusive temporary file
-//!    next to the target (raw lines, or zstd frames of about 1 MiB of plaintext each), then
-//!    fsynced. Any failure removes the temporary file; one a killed migration left is removed
-//!    by the next migration to the same target (see `temp`: it is locked while its writer
-//!    lives).
+//! 1. The source is streamed through the edges into an exclusive temporary file next to the
+//!    target (raw lines, or zstd frames of about 1 MiB of plaintext each), then fsynced; an
+//!    edge's refusal, upstream's reason, comes first. Any failure removes the temporary file;
+//!    one a killed migration left is removed by the next migration to the same target (see
+//!    `temp`: it is locked while its writer lives).
+//! 2. The source is validated under its own generation's rules (a streaming pass). An invalid
+//!    source is refused here and the temporary file removed: nothing is published.
 //! 3. The temporary file is re-read with the native V3 reader and validated under V3 rules; its
 //!    derived messages must say what the source's said (same roles, text, tool calls and
 //!    results, in order; the system prompt, now a message, is set aside). A failure removes it.
@@ -81,12 +81,11 @@ pub fn migrate_file(source: &Path) -> Result<MigrateReport, MigrateError> {
     if generation <= Generation::V1 {
         check_physical_header(source, generation)?;
     }
-    // Pass 1: the source must be valid under its own rules before anything is written.
-    let before = validate_source(source)?;
-
-    // Pass 2: stream through the edges into an exclusive, locked temporary file, after
+    // Pass 1: stream through the edges into an exclusive, locked temporary file, after
     // removing the ones migrations killed before they finished left beside the target (see
-    // `temp`). Every failure from here on drops `temp`, which removes its name.
+    // `temp`). Every failure from here on drops `temp`, which removes its name. The edges run
+    // first so that a log upstream's released chain refuses is refused with the edge's reason,
+    // as upstream's chain reports it (docs/migration.md).
     crate::temp::sweep(&target);
     let mut temp = TempFile::create(&target).map_err(|source_error| MigrateError::Io {
         op: "create a temporary file beside",
@@ -94,6 +93,10 @@ pub fn migrate_file(source: &Path) -> Result<MigrateReport, MigrateError> {
         source: source_error,
     })?;
     let n_target_events = write_temp(source, &mut temp, hint.zstd)?;
+
+    // Pass 2: the source must also be valid under its own generation's rules; nothing is
+    // published otherwise.
+    let before = validate_source(source)?;
 
     // Pass 3: re-read and validate as V3; the messages must say the same thing.
     let after = verify_target(temp.path(), hint.zstd)?;

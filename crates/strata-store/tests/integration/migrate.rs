@@ -196,17 +196,24 @@ fn lone_surrogates_are_read_and_migrated_as_json_stringify_writes_them() {
 }
 
 #[test]
-fn an_invalid_source_is_refused_before_anything_is_written() {
+fn an_invalid_source_is_refused_and_nothing_is_left() {
     let dir = tempfile::tempdir().unwrap();
     let source = lay_out(dir.path(), GENERATED[0], false, false);
     let text = fs::read_to_string(&source).unwrap();
-    // Break one replace: a missing source makes the summary uncovered (v0 rule S14).
+    // Break the first citation (an assistant message's chunks): the v1→v2 edge refuses it as
+    // upstream's does, before the v0 rules (which refuse it too) run.
     let broken = text.replacen("\"sourceEventSeqs\":[", "\"sourceEventSeqs\":[9999999,", 1);
     assert_ne!(broken, text);
     fs::write(&source, broken).unwrap();
     let error = migrate_file(&source).unwrap_err();
     assert!(
-        matches!(error, MigrateError::InvalidSource { .. }),
+        matches!(
+            error,
+            MigrateError::Refused {
+                refusal: strata_store::migrate::Refusal::MessageProvenanceNotAttempt,
+                ..
+            }
+        ),
         "{error}"
     );
     assert!(error.to_string().contains("v0"), "{error}");
