@@ -17,7 +17,7 @@ pub enum MigrateError {
     /// The source could not be read (unknown generation, corrupt record, I/O).
     #[error(transparent)]
     Read(#[from] ReadError),
-    /// The source breaks its own generation's rules; refused before anything is written.
+    /// The source breaks its own generation's rules; refused before anything is published.
     #[error("{file}: refusing to migrate an invalid {} log: {}", generation_name(*.generation), describe(.rejection))]
     InvalidSource {
         /// The source file.
