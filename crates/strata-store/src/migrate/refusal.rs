@@ -10,6 +10,9 @@ pub enum Refusal {
     HeaderMember,
     /// v0→v1 payload audit: a type outside the frozen v0 inventory (even when ignorable).
     UnknownHistoricalType,
+    /// v0→v1 payload audit: `turn/start`, `step/start` or `step/end` data that is not exactly
+    /// its counts.
+    PayloadShape,
     /// v0→v1 payload audit: a known event whose `data` is not an object.
     DataNotObject,
     /// v0→v1: an `llm/retry-started` without `retryId` (never minted).
@@ -50,6 +53,7 @@ impl Refusal {
         match self {
             Refusal::HeaderMember => "m0-header-member",
             Refusal::DataNotObject => "m1-data-not-object",
+            Refusal::PayloadShape => "m1-payload-shape",
             Refusal::UnknownHistoricalType => "m1-unknown-historical-type",
             Refusal::RetryStartedWithoutId => "m1-retry-started-without-id",
             Refusal::MessagePrefixNotArray => "m1-message-prefix",
@@ -76,6 +80,7 @@ impl Refusal {
             Refusal::RetryStartedWithoutId
             | Refusal::MessagePrefixNotArray
             | Refusal::DataNotObject
+            | Refusal::PayloadShape
             | Refusal::UnknownHistoricalType => "v0→v1",
             Refusal::TurnStartWithoutClose
             | Refusal::MessageOmitsAttempt

@@ -199,6 +199,13 @@ impl<I: Iterator<Item = StageItem>> V0ToV1<I> {
                 text: format!("{tag} {seq_text} data must be a JSON object"),
             });
         }
+        if let Some(text) = exact_turn_step(&tag, &seq_text, event.get("data")) {
+            return Err(MigrateError::Refused {
+                at: self.context.at(&staged),
+                refusal: Refusal::PayloadShape,
+                text,
+            });
+        }
         staged.event = event;
         Ok(staged)
     }
@@ -210,6 +217,39 @@ impl<I: Iterator<Item = StageItem>> V0ToV1<I> {
             detail: rejection.message.clone(),
         }
     }
+}
+
+/// The payload audit of `turn/start` (`{turn}`) and `step/start`/`step/end` (`{turn, step}`):
+/// exact keys (an unexpected one first, then a missing one), then each a count. Upstream's
+/// text when it refuses.
+fn exact_turn_step(tag: &str, seq: &str, data: Option<&Value>) -> Option<String> {
+    let required: &[&str] = match tag {
+        "turn/start" => &["turn"],
+        "step/start" | "step/end" => &["turn", "step"],
+        _ => return None,
+    };
+    let Some(Value::Object(data)) = data else {
+        return None;
+    };
+    if let Some(key) = data.keys().find(|key| !required.contains(&key.as_str())) {
+        let shown = strata_core::json::to_js_string(&Value::from(key.as_str()));
+        return Some(format!("{tag} {seq} data has unexpected member {shown}"));
+    }
+    if let Some(key) = required.iter().find(|key| !data.contains_key(**key)) {
+        return Some(format!("{tag} {seq} data lacks required member \"{key}\""));
+    }
+    for key in required {
+        // A count: a non-negative safe integer in any JSON spelling, but not `-0`.
+        let count = data.get(*key).is_some_and(|value| {
+            crate::legacy::js_seq(value).is_some() && !value.to_string().starts_with('-')
+        });
+        if !count {
+            return Some(format!(
+                "{tag} {seq} {key} must be a non-negative safe integer"
+            ));
+        }
+    }
+    None
 }
 
 impl<I: Iterator<Item = StageItem>> Iterator for V0ToV1<I> {
