@@ -189,10 +189,11 @@ pub enum Command {
     },
     /// Migrate an older dsh log (v0, v1, v2) to V3: writes `session.v3.jsonl[.zstd]` beside it.
     ///
-    /// The source is validated under its own generation's rules first (an invalid source is
-    /// refused before anything is written), streamed through the v0→v1→v2→v3 edges into a
-    /// temporary file, re-read and validated as V3 with its derived messages compared to the
-    /// source's, then published; the source is never modified and no file is ever replaced.
+    /// The source is streamed through the v0→v1→v2→v3 edges into a temporary file (the edges
+    /// write and refuse what upstream's released chain writes and refuses), validated under its
+    /// own generation's rules, the copy re-read and validated as V3 with its derived messages
+    /// compared to the source's, then published; nothing is published for an invalid source,
+    /// the source is never modified and no file is ever replaced.
     /// Exits 0 when migrated, 1 when the source is invalid or cannot be carried, 2 on I/O
     /// errors, an existing target or a source that is already V3.
     ///

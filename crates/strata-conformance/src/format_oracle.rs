@@ -319,5 +319,7 @@ fn parse_verdict(line: &str) -> Result<Verdict, String> {
     })
 }
 
+pub mod migrate;
+
 #[cfg(test)]
 mod tests;

@@ -3,7 +3,7 @@
 //! upstream's figures in persistence §8).
 //!
 //! ```sh
-//! python3 ../shared/oracle/gen.py --events 1000000 --seed 1 -q -o /tmp/m/session.jsonl
+//! python3 ../shared/oracle/gen.py --released --events 1000000 --seed 1 -q -o /tmp/m/session.jsonl
 //! cargo run --release -p strata-store --example migrate_bench -- /tmp/m/session.jsonl
 //! ```
 //!

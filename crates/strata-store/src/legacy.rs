@@ -12,7 +12,7 @@ pub use header::{logical_header, map_v0_fields};
 pub(crate) use js::{js_seq, js_time};
 pub use normalize::{RefusalScan, Upgrader};
 pub use open::{open_file, OpenError, Opened};
-pub use reader::{sniff, LegacyReader, LogRecord};
+pub use reader::{physical_header, sniff, LegacyReader, LogRecord};
 pub use rejection::{ErrorClass, LegacyRule, Rejection, RuleId, Wrapping};
 pub use restore::{
     restore_v0, restore_v2, seed_v0, RestoreSink, Restored, SessionSink, VerifierSink,

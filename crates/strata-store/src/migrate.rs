@@ -7,17 +7,19 @@ pub use error::MigrateError;
 pub use pipeline::{
     compare_messages, encode_v3_line, migrate_file, target_path, MigrateReport, FRAME_PLAINTEXT_LEN,
 };
+pub use refusal::Refusal;
 pub use remap::{remap_references, BadReference, SeqMap, Unmapped};
 pub use stage::{StageContext, StageItem, Staged};
 pub use stream::{embeddable, encode_stream};
 pub use v0_v1::V0ToV1;
 pub use v1_v2::{header as v2_header, seed_length as v1_seed_length, V1ToV2};
-pub use v2_v3::{V2ToV3, LOOKAHEAD_LIMIT, SYSTEM_PROMPT_PLUGIN};
+pub use v2_v3::{V2ToV3, HEADER_KEY_ORDER, SYSTEM_ID_PREFIX, SYSTEM_PROMPT_PLUGIN};
 pub use verify::{validate_source, verify_target, Checked};
 
 mod chain;
 mod error;
 mod pipeline;
+mod refusal;
 mod remap;
 mod stage;
 mod stream;

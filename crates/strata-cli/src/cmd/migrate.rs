@@ -78,6 +78,7 @@ fn rule(error: &MigrateError) -> Option<&'static str> {
         MigrateError::Reference { .. } => Some("migration-reference"),
         MigrateError::Unsupported { .. } => Some("migration-unsupported"),
         MigrateError::Verify { .. } => Some("migration-verify"),
+        MigrateError::Refused { refusal, .. } => Some(refusal.id()),
         _ => None,
     }
 }

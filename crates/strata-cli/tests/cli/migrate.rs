@@ -7,7 +7,7 @@ use super::*;
 /// A generated v0 log (`fixtures/v0/generated`) laid out as `dir/session.jsonl`.
 fn v0_session(dir: &std::path::Path, edit: impl Fn(&str) -> String) -> PathBuf {
     let source = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/v0/generated/gen-e500-s11.jsonl");
+        .join("../../fixtures/v0/generated/released-e500-s11.jsonl");
     let text = std::fs::read_to_string(source).expect("fixture");
     let path = dir.join("session.jsonl");
     std::fs::write(&path, edit(&text)).expect("write");
@@ -23,7 +23,7 @@ fn a_v0_log_validates_under_v0_rules_and_reports_v0_seqs() {
         .arg(&good)
         .assert()
         .success()
-        .stdout(predicate::str::contains("ok (529 events, 9 surface nodes"));
+        .stdout(predicate::str::contains("ok (562 events, 14 surface nodes"));
     // A source citing a later event: upstream's rule, text and the v0 seq and line.
     let bad = v0_session(dir.path(), |text| {
         text.replacen("\"sourceEventSeqs\":[", "\"sourceEventSeqs\":[99999,", 1)
@@ -34,7 +34,7 @@ fn a_v0_log_validates_under_v0_rules_and_reports_v0_seqs() {
         .assert()
         .code(1)
         .stdout(predicate::str::contains(
-            "seq 51: source-not-earlier: v0 rules, line 53: invalid seed event at index 51: sourceEventSeqs must reference earlier events: 99999 >= current seq 51",
+            "seq 53: source-not-earlier: v0 rules, line 55: invalid seed event at index 53: sourceEventSeqs must reference earlier events: 99999 >= current seq 53",
         ));
 }
 
@@ -53,7 +53,7 @@ fn migrate_publishes_a_verified_v3_log_beside_the_untouched_source() {
         .clone();
     let report: Value = serde_json::from_slice(&output).expect("json");
     assert_eq!(report["sourceGeneration"], "v0");
-    assert_eq!(report["sourceEvents"], 529);
+    assert_eq!(report["sourceEvents"], 562);
     assert_eq!(std::fs::read(&source).expect("read"), before);
     let target = dir.path().join("session.v3.jsonl");
     strata().arg("validate").arg(&target).assert().success();
@@ -74,7 +74,7 @@ fn migrate_of_a_bare_file_name_in_its_directory_succeeds() {
         .assert()
         .success()
         .stdout(predicate::str::contains(
-            "session.jsonl: v0 → v3: session.v3.jsonl (529 events",
+            "session.jsonl: v0 → v3: session.v3.jsonl (562 events",
         ));
     strata()
         .current_dir(dir.path())

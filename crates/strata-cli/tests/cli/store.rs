@@ -413,7 +413,7 @@ fn importing_a_dsh_v0_log_points_at_migrate_and_the_migrated_copy_imports() {
     let v0 = home.path("session.jsonl");
     std::fs::copy(
         Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../fixtures/v0/generated/gen-e500-s11.jsonl"),
+            .join("../../fixtures/v0/generated/released-e500-s11.jsonl"),
         &v0,
     )
     .expect("copy the v0 log");

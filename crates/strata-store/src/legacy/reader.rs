@@ -75,6 +75,15 @@ pub fn sniff(path: &Path) -> Result<(Generation, NameHint), ReadError> {
     Ok((generation, hint))
 }
 
+/// The first line of an older-generation log as stored (its physical header), parsed; the
+/// migration checks its exact keys as upstream's released v0/v1 codec does.
+pub fn physical_header(path: &Path) -> Result<Value, ReadError> {
+    let hint = content_hint(path);
+    let file = path.display().to_string();
+    let mut reader = line_reader(path, hint.zstd, &file)?;
+    Ok(reader.first_line()?.0)
+}
+
 impl LegacyReader {
     /// Opens a v0, v1 or v2 log file, raw or zstd (told apart by content).
     ///

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use strata_core::Generation;
 
+use super::refusal::Refusal;
 use crate::legacy::{generation_name, At, ReadError, Rejection};
 
 /// Why a log could not be migrated. Nothing is published when any of these is returned, and
@@ -16,7 +17,7 @@ pub enum MigrateError {
     /// The source could not be read (unknown generation, corrupt record, I/O).
     #[error(transparent)]
     Read(#[from] ReadError),
-    /// The source breaks its own generation's rules; refused before anything is written.
+    /// The source breaks its own generation's rules; refused before anything is published.
     #[error("{file}: refusing to migrate an invalid {} log: {}", generation_name(*.generation), describe(.rejection))]
     InvalidSource {
         /// The source file.
@@ -59,6 +60,17 @@ pub enum MigrateError {
         edge: &'static str,
         /// What cannot be carried.
         detail: String,
+    },
+    /// A log upstream's released chain refuses, refused for the same reason: `text` is
+    /// upstream's refusal text (docs/migration.md lists every [`Refusal`]).
+    #[error("{at}: the {} migration refuses this log [{refusal}]: {text}", .refusal.edge())]
+    Refused {
+        /// Where.
+        at: At,
+        /// Which refusal.
+        refusal: Refusal,
+        /// Upstream's text, with its interpolated values.
+        text: String,
     },
     /// The source is already a V3 log.
     #[error("{file}: already a v3 log; nothing to migrate")]

@@ -2,13 +2,13 @@
 //! write `session.v3.jsonl[.zstd]` beside it, verify what was written, publish it.
 //!
 //! Order, and what each failure leaves behind:
-//! 1. The source is validated under its own generation's rules (a streaming pass). An invalid
-//!    source is refused here: nothing has been written.
-//! 2. The source is read again and streamed through the edges into an exclusive temporary file
-//!    next to the target (raw lines, or zstd frames of about 1 MiB of plaintext each), then
-//!    fsynced. Any failure removes the temporary file; one a killed migration left is removed
-//!    by the next migration to the same target (see `temp`: it is locked while its writer
-//!    lives).
+//! 1. The source is streamed through the edges into an exclusive temporary file next to the
+//!    target (raw lines, or zstd frames of about 1 MiB of plaintext each), then fsynced; an
+//!    edge's refusal, upstream's reason, comes first. Any failure removes the temporary file;
+//!    one a killed migration left is removed by the next migration to the same target (see
+//!    `temp`: it is locked while its writer lives).
+//! 2. The source is validated under its own generation's rules (a streaming pass). An invalid
+//!    source is refused here and the temporary file removed: nothing is published.
 //! 3. The temporary file is re-read with the native V3 reader and validated under V3 rules; its
 //!    derived messages must say what the source's said (same roles, text, tool calls and
 //!    results, in order; the system prompt, now a message, is set aside). A failure removes it.
@@ -77,12 +77,15 @@ pub fn migrate_file(source: &Path) -> Result<MigrateReport, MigrateError> {
     if target.exists() {
         return Err(MigrateError::TargetExists { path: target });
     }
-    // Pass 1: the source must be valid under its own rules before anything is written.
-    let before = validate_source(source)?;
-
-    // Pass 2: stream through the edges into an exclusive, locked temporary file, after
+    // Upstream's released v0/v1 codec reads the header with exact keys before any row.
+    if generation <= Generation::V1 {
+        check_physical_header(source, generation)?;
+    }
+    // Pass 1: stream through the edges into an exclusive, locked temporary file, after
     // removing the ones migrations killed before they finished left beside the target (see
-    // `temp`). Every failure from here on drops `temp`, which removes its name.
+    // `temp`). Every failure from here on drops `temp`, which removes its name. The edges run
+    // first so that a log upstream's released chain refuses is refused with the edge's reason,
+    // as upstream's chain reports it (docs/migration.md).
     crate::temp::sweep(&target);
     let mut temp = TempFile::create(&target).map_err(|source_error| MigrateError::Io {
         op: "create a temporary file beside",
@@ -90,6 +93,10 @@ pub fn migrate_file(source: &Path) -> Result<MigrateReport, MigrateError> {
         source: source_error,
     })?;
     let n_target_events = write_temp(source, &mut temp, hint.zstd)?;
+
+    // Pass 2: the source must also be valid under its own generation's rules; nothing is
+    // published otherwise.
+    let before = validate_source(source)?;
 
     // Pass 3: re-read and validate as V3; the messages must say the same thing.
     let after = verify_target(temp.path(), hint.zstd)?;
@@ -132,6 +139,48 @@ pub fn migrate_file(source: &Path) -> Result<MigrateReport, MigrateError> {
         n_messages: before.messages.len(),
         torn_tail: before.torn_tail,
     })
+}
+
+/// The exact header keys of upstream's released v0/v1 codec (docs/migration.md, refusal
+/// `m0-header-member`): no key outside the known set, then every required key.
+fn check_physical_header(source: &Path, generation: Generation) -> Result<(), MigrateError> {
+    const REQUIRED: [&str; 5] = ["type", "version", "id", "createdAt", "delegationDepth"];
+    const OPTIONAL: [&str; 5] = [
+        "cwd",
+        "parentSession",
+        "seedLength",
+        "origin",
+        "agentPreset",
+    ];
+    let header = crate::legacy::physical_header(source)?;
+    let Value::Object(header) = header else {
+        return Ok(());
+    };
+    let version = generation.format_version();
+    let refuse = |text: String| MigrateError::Refused {
+        at: crate::legacy::At {
+            file: source.display().to_string(),
+            generation,
+            line: 1,
+            seq: None,
+        },
+        refusal: super::refusal::Refusal::HeaderMember,
+        text,
+    };
+    if let Some(key) = header
+        .keys()
+        .find(|key| !REQUIRED.contains(&key.as_str()) && !OPTIONAL.contains(&key.as_str()))
+    {
+        return Err(refuse(format!(
+            "released v{version} physical header has unexpected member \"{key}\""
+        )));
+    }
+    if let Some(key) = REQUIRED.iter().find(|key| !header.contains_key(**key)) {
+        return Err(refuse(format!(
+            "released v{version} physical header lacks required member \"{key}\""
+        )));
+    }
+    Ok(())
 }
 
 /// Streams the source through the edges into `temp`; returns the number of V3 events.

@@ -1,20 +1,26 @@
-//! The v0→v1 edge: v1 is an identity re-label of v0 plus the frozen legacy normalizations
-//! (session-core §2.4, persistence §0.5 [NEWER]).
+//! The v0→v1 edge, as upstream's released chain writes it (docs/migration.md, "v0 → v1"): v1
+//! is an identity re-label of v0 plus bounded normalizations.
 //!
-//! Per event, in order: the U1–U4 upgrades of the v0 restore path (pre-react-loop `turn/start`
+//! Per event, in order: the upgrades of the v0 restore path (pre-react-loop `turn/start`
 //! triggers and `turn/end` reasons, `steering/message`, pre-identity message payloads), the
-//! historical `compact/*` → `compaction/*` rename, deterministic ids for an `llm/retry` without
-//! `retryId` and a compaction bracket without `compactionId`, and dropping the obsolete
-//! `request/header.header.messagePrefix`. The first-party vocabulary is closed here: a type the
-//! v0 build does not know refuses the migration even when it is `ignorable`.
+//! historical `compact/*` → `compaction/*` rename, the id of an `llm/retry` without `retryId`
+//! (one per retry chain: turn, step, provider, policyKey; an `llm/retry-started` is never given
+//! one and is refused without it), the open compaction's id for a bracket event or checkpoint
+//! message without one (only while a `compaction/start` is open; `session/end-seed` forgets
+//! it), and dropping `request/header.header.messagePrefix` (refused when it is not an array).
+//! The first-party vocabulary is closed here: a type the v0 build does not know refuses the
+//! migration even when it is `ignorable`.
 //!
-//! Seqs are unchanged (one event in, one event out); the only state is the upgrader's message
-//! ids and the open compaction's id.
+//! Seqs are unchanged (one event in, one event out); the state is the upgrader's message ids,
+//! the open compaction's id and the id of each retry chain.
+
+use std::collections::HashMap;
 
 use serde_json::Value;
 use strata_core::{EventType, Generation};
 
 use super::error::MigrateError;
+use super::refusal::Refusal;
 use super::stage::{StageContext, StageItem, Staged};
 use crate::legacy::{Rejection, Upgrader};
 
@@ -32,7 +38,8 @@ pub struct V0ToV1<I> {
     context: StageContext,
     upgrader: Upgrader,
     open_compaction: Option<Value>,
-    last_retry: Option<Value>,
+    /// The id of each retry chain seen, keyed by its (turn, step, provider, policyKey).
+    retry_chains: HashMap<String, String>,
 }
 
 impl<I: Iterator<Item = StageItem>> V0ToV1<I> {
@@ -43,7 +50,7 @@ impl<I: Iterator<Item = StageItem>> V0ToV1<I> {
             input,
             context,
             open_compaction: None,
-            last_retry: None,
+            retry_chains: HashMap::new(),
         }
     }
 
@@ -74,60 +81,129 @@ impl<I: Iterator<Item = StageItem>> V0ToV1<I> {
         if let Some(Value::Object(data)) = event.get_mut("data") {
             match tag.as_str() {
                 "llm/retry" => {
-                    let id = data.entry("retryId").or_insert_with(|| {
-                        Value::from(format!(
-                            "legacy-retry:{}:{seq_text}",
-                            self.context.session_id
-                        ))
-                    });
-                    self.last_retry = Some(id.clone());
+                    // One id per retry chain (turn, step, provider, policyKey), minted at the
+                    // chain's first id-less retry and reused by its later ones.
+                    let chain = Value::Array(
+                        ["turn", "step", "provider", "policyKey"]
+                            .iter()
+                            .map(|key| data.get(*key).cloned().unwrap_or(Value::Null))
+                            .collect(),
+                    );
+                    let chain = strata_core::json::to_js_string(&chain);
+                    match data.get("retryId") {
+                        Some(Value::String(id)) if !id.is_empty() => {
+                            self.retry_chains.insert(chain, id.clone());
+                        }
+                        Some(_) => {}
+                        None => {
+                            let id = self
+                                .retry_chains
+                                .entry(chain)
+                                .or_insert_with(|| {
+                                    format!("legacy-retry:{}:{seq_text}", self.context.session_id)
+                                })
+                                .clone();
+                            data.insert("retryId".into(), Value::from(id));
+                        }
+                    }
                 }
                 "llm/retry-started" if !data.contains_key("retryId") => {
-                    let id = self.last_retry.clone().unwrap_or_else(|| {
-                        Value::from(format!(
-                            "legacy-retry:{}:{seq_text}",
-                            self.context.session_id
-                        ))
+                    return Err(MigrateError::Refused {
+                        at: self.context.at(&staged),
+                        refusal: Refusal::RetryStartedWithoutId,
+                        text: format!(
+                            "llm/retry-started {seq_text} data lacks required member \"retryId\""
+                        ),
                     });
-                    data.insert("retryId".into(), id);
                 }
+                "session/end-seed" => self.open_compaction = None,
                 "compaction/start" => {
-                    let id = data.entry("compactionId").or_insert_with(|| {
-                        Value::from(format!(
-                            "legacy-compaction:{}:{seq_text}",
-                            self.context.session_id
-                        ))
-                    });
-                    self.open_compaction = Some(id.clone());
-                }
-                "compaction/summary" | "compaction/end" => {
-                    if !data.contains_key("compactionId") {
-                        let id = self.open_compaction.clone().unwrap_or_else(|| {
-                            Value::from(format!(
+                    let id = match data.get("compactionId") {
+                        Some(Value::String(id)) if !id.is_empty() => Value::from(id.clone()),
+                        _ => {
+                            let id = Value::from(format!(
                                 "legacy-compaction:{}:{seq_text}",
                                 self.context.session_id
-                            ))
-                        });
-                        data.insert("compactionId".into(), id);
+                            ));
+                            data.insert("compactionId".into(), id.clone());
+                            id
+                        }
+                    };
+                    self.open_compaction = Some(id);
+                }
+                "compaction/summary" | "compaction/end" => {
+                    if let (false, Some(id)) =
+                        (data.contains_key("compactionId"), &self.open_compaction)
+                    {
+                        data.insert("compactionId".into(), id.clone());
                     }
                     if tag == "compaction/end" {
                         self.open_compaction = None;
                     }
                 }
+                "user/message" => {
+                    if let (Some(Value::Object(source)), Some(id)) =
+                        (data.get_mut("source"), &self.open_compaction)
+                    {
+                        let compact = source.get("kind").and_then(Value::as_str) == Some("plugin")
+                            && source.get("plugin").and_then(Value::as_str) == Some("compact");
+                        if compact && !source.contains_key("compactionId") {
+                            source.insert("compactionId".into(), id.clone());
+                        }
+                    }
+                }
                 "request/header" => {
                     if let Some(Value::Object(header)) = data.get_mut("header") {
-                        header.shift_remove("messagePrefix");
+                        match header.get("messagePrefix") {
+                            None | Some(Value::Array(_)) => {
+                                header.shift_remove("messagePrefix");
+                            }
+                            Some(_) => {
+                                return Err(MigrateError::Refused {
+                                    at: self.context.at(&staged),
+                                    refusal: Refusal::MessagePrefixNotArray,
+                                    text: format!(
+                                        "session {} contains malformed request/header messagePrefix at seq {seq_text}",
+                                        strata_core::json::to_js_string(&Value::from(
+                                            &*self.context.session_id
+                                        ))
+                                    ),
+                                });
+                            }
+                        }
                     }
                 }
                 _ => {}
             }
         }
+        // The payload audit (docs/migration.md, "v0 → v1" step 10), the parts strata
+        // reproduces: the closed vocabulary, then an object `data` for every known type.
         if !Generation::V0.is_known_type(&EventType::parse(&tag)) {
-            staged.event = event;
-            return Err(MigrateError::UnknownType {
+            let shown = match event.get("type") {
+                Some(value) => strata_core::json::to_js_string(value),
+                None => "undefined".to_owned(),
+            };
+            return Err(MigrateError::Refused {
                 at: self.context.at(&staged),
-                edge: EDGE,
-                event_type: tag,
+                refusal: Refusal::UnknownHistoricalType,
+                text: format!(
+                    "format v0 contains unknown historical event type {shown} at seq {seq_text}; \
+                     migration refuses unknown historical events even when ignorable"
+                ),
+            });
+        }
+        if tag != "assistant/chunk" && !matches!(event.get("data"), Some(Value::Object(_))) {
+            return Err(MigrateError::Refused {
+                at: self.context.at(&staged),
+                refusal: Refusal::DataNotObject,
+                text: format!("{tag} {seq_text} data must be a JSON object"),
+            });
+        }
+        if let Some(text) = exact_turn_step(&tag, &seq_text, event.get("data")) {
+            return Err(MigrateError::Refused {
+                at: self.context.at(&staged),
+                refusal: Refusal::PayloadShape,
+                text,
             });
         }
         staged.event = event;
@@ -141,6 +217,39 @@ impl<I: Iterator<Item = StageItem>> V0ToV1<I> {
             detail: rejection.message.clone(),
         }
     }
+}
+
+/// The payload audit of `turn/start` (`{turn}`) and `step/start`/`step/end` (`{turn, step}`):
+/// exact keys (an unexpected one first, then a missing one), then each a count. Upstream's
+/// text when it refuses.
+fn exact_turn_step(tag: &str, seq: &str, data: Option<&Value>) -> Option<String> {
+    let required: &[&str] = match tag {
+        "turn/start" => &["turn"],
+        "step/start" | "step/end" => &["turn", "step"],
+        _ => return None,
+    };
+    let Some(Value::Object(data)) = data else {
+        return None;
+    };
+    if let Some(key) = data.keys().find(|key| !required.contains(&key.as_str())) {
+        let shown = strata_core::json::to_js_string(&Value::from(key.as_str()));
+        return Some(format!("{tag} {seq} data has unexpected member {shown}"));
+    }
+    if let Some(key) = required.iter().find(|key| !data.contains_key(**key)) {
+        return Some(format!("{tag} {seq} data lacks required member \"{key}\""));
+    }
+    for key in required {
+        // A count: a non-negative safe integer in any JSON spelling, but not `-0`.
+        let count = data.get(*key).is_some_and(|value| {
+            crate::legacy::js_seq(value).is_some() && !value.to_string().starts_with('-')
+        });
+        if !count {
+            return Some(format!(
+                "{tag} {seq} {key} must be a non-negative safe integer"
+            ));
+        }
+    }
+    None
 }
 
 impl<I: Iterator<Item = StageItem>> Iterator for V0ToV1<I> {

@@ -1,20 +1,30 @@
-//! The v1→v2 edge: token chunks move into the settlements they belong to (persistence §2.10,
-//! session-core §4.6), and the header's numeric inherited cut becomes `isSeeded` plus a tagged
-//! end-seed marker (§9.1).
+//! The v1→v2 edge, as upstream's released chain writes it (docs/migration.md, "v1 → v2"): token
+//! chunks move into the settlements they belong to, and the header's numeric inherited cut
+//! becomes `isSeeded` plus a tagged end-seed marker.
 //!
-//! Chunk events are grouped per model attempt: consecutive `assistant/chunk` events of one
-//! turn and step, ended by the `assistant/message` they settle, by a bracket event
-//! (`turn/*`, `step/*`, `llm/retry*`, `session/end-seed`) or by chunks of another step. An
-//! `assistant/message` takes the chunks it cites (all pending chunks of its step when it cites
-//! none; none when it cites `[]`) as its embedded `stream`, and drops its `sourceEventSeqs`
-//! (v2 forbids them on assistant messages). Chunks no message took become a log-only
-//! `assistant/attempt {turn, step, stream}` placed where the attempt ended.
+//! One *pending attempt* is kept: the `assistant/chunk` events of one (turn, step) model
+//! attempt, whether a `finish` chunk made it terminal, and the events that arrived after its
+//! chunks (buffered, emitted after the attempt settles, in order). A chunk of another step or
+//! after a terminal attempt settles it; `turn/end`, `step/end`, `llm/retry` and
+//! `llm/retry-started` settle it before they are written. An `assistant/message` citing
+//! exactly the pending chunks, in order, takes them as its `stream` (appended as the last data
+//! key) and drops `sourceEventSeqs`; one citing `[]` or of another step leaves the attempt to
+//! settle alone; other citations, or none while an attempt of its step is pending, refuse. An
+//! attempt no message took becomes a log-only `assistant/attempt {turn, step, stream}` with its
+//! last chunk's time, written before the buffered events.
+//!
+//! Also: a `turn/start` while a turn is open refuses, except the legacy interrupted restart
+//! (a `turn/start` for the next turn right after an `agent/inbox/spliced` to the next turn,
+//! no step open), which gets a synthesized `turn/end {reason: interrupted}` before it; a goal
+//! message carrying `source.change` becomes a `goal/change` plus the message with a plugin
+//! `goal` source.
 //!
 //! Seqs are renumbered densely and every same-session reference is remapped; a retained
 //! reference to a consumed chunk refuses the migration.
 //!
-//! Invariant: state is one attempt's chunks, the [`SeqMap`] (one entry per run) and a small
-//! output queue, so memory does not grow with the log.
+//! Invariant: state is one attempt (its chunks and buffered events), the open turn and step,
+//! the [`SeqMap`] (one entry per run) and a small output queue, so memory does not grow with
+//! the log.
 
 use std::collections::VecDeque;
 
@@ -22,23 +32,13 @@ use serde_json::{Map, Value};
 use strata_core::json::json_equal;
 
 use super::error::MigrateError;
+use super::refusal::Refusal;
 use super::remap::{remap_references, SeqMap, Unmapped};
 use super::stage::{StageContext, StageItem, Staged};
 use super::stream::{embeddable, encode_stream};
 use crate::legacy::{js_seq, js_time};
 
 const EDGE: &str = "v1→v2";
-
-/// Event types that close a pending attempt before they are written.
-const ATTEMPT_BOUNDARIES: [&str; 7] = [
-    "turn/start",
-    "turn/end",
-    "step/start",
-    "step/end",
-    "llm/retry",
-    "llm/retry-started",
-    "session/end-seed",
-];
 
 /// The v2 header: `isSeeded` (from `seedLength`) replaces the numeric cut; keys in the
 /// V3 physical order.
@@ -81,6 +81,16 @@ pub struct V1ToV2<I> {
     next_out: u64,
     /// The chunk events of the attempt in progress, with their source provenance.
     pending: Vec<Staged>,
+    /// Whether a `finish` chunk ended the pending attempt.
+    terminal: bool,
+    /// Events that arrived after the pending attempt's chunks.
+    buffered: Vec<Staged>,
+    /// The open turn's number and whether a step is open.
+    open_turn: Option<Value>,
+    open_step: bool,
+    /// Whether the previous event was an `agent/inbox/spliced` to the next turn that inserted
+    /// messages.
+    after_next_turn_splice: bool,
     /// The inherited cut (`seedLength`) and whether its marker has been written.
     seed_cut: Option<u64>,
     cut_done: bool,
@@ -99,6 +109,11 @@ impl<I: Iterator<Item = StageItem>> V1ToV2<I> {
             map: SeqMap::default(),
             next_out: 0,
             pending: Vec::new(),
+            terminal: false,
+            buffered: Vec::new(),
+            open_turn: None,
+            open_step: false,
+            after_next_turn_splice: false,
             seed_cut: seed_length,
             cut_done: false,
             n_input: 0,
@@ -108,12 +123,51 @@ impl<I: Iterator<Item = StageItem>> V1ToV2<I> {
         }
     }
 
-    fn emit_inserted(&mut self, line: u64, event_type: &str, time: Value, data: Value) {
+    /// Writes the inherited-cut marker before the first event whose origin reaches the cut
+    /// (or tags the source's own marker at the cut).
+    fn cut_before(&mut self, origin: u64, event: &mut Map<String, Value>, source_seq: Option<u64>) {
+        let Some(cut) = self.seed_cut else {
+            return;
+        };
+        if self.cut_done || origin < cut {
+            return;
+        }
+        self.cut_done = true;
+        if event.get("type").and_then(Value::as_str) == Some("session/end-seed")
+            && source_seq == Some(cut)
+        {
+            event.insert("data".into(), serde_json::json!({"inherited": true}));
+            return;
+        }
+        let time = event.get("time").cloned().unwrap_or(Value::from(0));
+        let mut marker = Map::new();
+        marker.insert("type".into(), Value::from("session/end-seed"));
+        marker.insert("seq".into(), Value::from(self.next_out));
+        marker.insert("time".into(), time);
+        marker.insert("data".into(), serde_json::json!({"inherited": true}));
+        self.next_out += 1;
+        self.out.push_back(Staged {
+            line: 0,
+            source_seq: None,
+            event: marker,
+        });
+    }
+
+    fn emit_inserted(
+        &mut self,
+        line: u64,
+        origin: u64,
+        event_type: &str,
+        time: Value,
+        data: Value,
+    ) {
         let mut event = Map::new();
         event.insert("type".into(), Value::from(event_type));
-        event.insert("seq".into(), Value::from(self.next_out));
+        event.insert("seq".into(), Value::Null);
         event.insert("time".into(), time);
         event.insert("data".into(), data);
+        self.cut_before(origin, &mut event, None);
+        event.insert("seq".into(), Value::from(self.next_out));
         self.next_out += 1;
         self.out.push_back(Staged {
             line,
@@ -125,7 +179,11 @@ impl<I: Iterator<Item = StageItem>> V1ToV2<I> {
     fn emit_kept(&mut self, mut staged: Staged) -> Result<(), MigrateError> {
         remap_references(&mut staged.event, &self.map, ("start", "end"))
             .map_err(|bad| self.reference_error(&staged, bad.field, bad.target, bad.reason))?;
-        if let Some(input) = staged.seq() {
+        let input = staged.seq();
+        if let Some(origin) = input {
+            self.cut_before(origin, &mut staged.event, staged.source_seq);
+        }
+        if let Some(input) = input {
             self.map.keep(input, self.next_out);
         }
         staged
@@ -136,6 +194,7 @@ impl<I: Iterator<Item = StageItem>> V1ToV2<I> {
             staged.event.insert("time".into(), Value::from(time));
         }
         self.next_out += 1;
+        staged.event = envelope_order(std::mem::take(&mut staged.event));
         self.out.push_back(staged);
         Ok(())
     }
@@ -159,37 +218,37 @@ impl<I: Iterator<Item = StageItem>> V1ToV2<I> {
         }
     }
 
-    /// Writes the pending chunks (all, or those not in `keep`) as one `assistant/attempt`.
+    /// Writes chunks no message took as one log-only `assistant/attempt`.
     fn flush_attempt(&mut self, chunks: Vec<Staged>) {
-        let Some(first) = chunks.first() else {
+        let (Some(first), Some(last)) = (chunks.first(), chunks.last()) else {
             return;
         };
-        let line = chunks.last().map_or(first.line, |last| last.line);
-        let data_of = |staged: &Staged, key: &str| {
-            staged
-                .event
-                .get("data")
-                .and_then(|data| data.get(key))
-                .cloned()
-                .unwrap_or(Value::Null)
-        };
-        let (turn, step) = (data_of(first, "turn"), data_of(first, "step"));
-        let time = chunks
-            .last()
-            .and_then(|last| last.event.get("time").cloned())
-            .unwrap_or(Value::from(0));
+        let (turn, step) = Self::step_key(first);
+        let time = last.event.get("time").cloned().unwrap_or(Value::from(0));
+        let (line, origin) = (last.line, last.seq().unwrap_or(0));
         let events: Vec<Map<String, Value>> =
             chunks.into_iter().map(|staged| staged.event).collect();
         let mut data = Map::new();
         data.insert("turn".into(), turn);
         data.insert("step".into(), step);
         data.insert("stream".into(), Value::Array(encode_stream(&events)));
-        self.emit_inserted(line, "assistant/attempt", time, Value::Object(data));
+        self.emit_inserted(line, origin, "assistant/attempt", time, Value::Object(data));
     }
 
-    fn flush_pending(&mut self) {
+    /// Emits the events buffered behind the pending attempt, in order.
+    fn flush_buffered(&mut self) -> Result<(), MigrateError> {
+        for staged in std::mem::take(&mut self.buffered) {
+            self.emit_kept(staged)?;
+        }
+        Ok(())
+    }
+
+    /// Settles the pending attempt no message took: the attempt, then its buffered events.
+    fn settle(&mut self) -> Result<(), MigrateError> {
         let chunks = std::mem::take(&mut self.pending);
+        self.terminal = false;
         self.flush_attempt(chunks);
+        self.flush_buffered()
     }
 
     fn step_key(staged: &Staged) -> (Value, Value) {
@@ -206,61 +265,151 @@ impl<I: Iterator<Item = StageItem>> V1ToV2<I> {
         json_equal(&a.0, &b.0) && json_equal(&a.1, &b.1)
     }
 
+    fn refuse(&self, staged: &Staged, refusal: Refusal, text: String) -> MigrateError {
+        MigrateError::Refused {
+            at: self.context.at(staged),
+            refusal,
+            text,
+        }
+    }
+
     fn on_message(&mut self, mut staged: Staged) -> Result<(), MigrateError> {
-        // v2+ settlements carry turn and step as non-negative integers (session-core §4.5);
-        // v0 never checked them.
-        if let Some(Value::Object(data)) = staged.event.get_mut("data") {
-            for key in ["turn", "step"] {
-                match data.get(key).and_then(js_seq) {
-                    Some(number) => {
-                        data.insert(key.into(), Value::from(number));
-                    }
-                    None => {
-                        return Err(MigrateError::Unsupported {
-                            at: self.context.at(&staged),
-                            edge: EDGE,
-                            detail: format!(
-                                "assistant/message {key} is not a non-negative integer, which v2 settlements require"
-                            ),
-                        })
-                    }
-                }
-            }
-        }
-        if matches!(staged.event.get("surfaceOp"), Some(Value::Object(_))) {
-            return Err(MigrateError::Unsupported {
-                at: self.context.at(&staged),
-                edge: EDGE,
-                detail: "an assistant/message replace must cite what it shadows, and v2 forbids \
-                         sourceEventSeqs on assistant messages"
-                    .into(),
-            });
-        }
+        let seq = staged.seq().unwrap_or(0);
         let key = Self::step_key(&staged);
         let pending_key = self.pending.first().map(Self::step_key);
-        let cited: Option<Vec<u64>> = match staged.event.get("sourceEventSeqs") {
-            Some(Value::Array(items)) => Some(items.iter().filter_map(js_seq).collect()),
-            _ => None,
+        let cited: Option<Vec<Option<u64>>> = match staged.event.get("sourceEventSeqs") {
+            Some(Value::Array(items)) => Some(items.iter().map(js_seq).collect()),
+            Some(_) => Some(vec![None]),
+            None => None,
         };
-        let pending = std::mem::take(&mut self.pending);
-        let (stream, rest): (Vec<Staged>, Vec<Staged>) = match &cited {
-            Some(list) if !list.is_empty() => pending
-                .into_iter()
-                .partition(|chunk| chunk.seq().is_some_and(|seq| list.contains(&seq))),
-            Some(_) => (Vec::new(), pending),
-            None if pending_key.is_some_and(|pending_key| Self::same_step(&pending_key, &key)) => {
-                (pending, Vec::new())
+        let mut stream = Vec::new();
+        match (&pending_key, &cited) {
+            (Some(pending), _) if !Self::same_step(pending, &key) => self.settle()?,
+            (Some(_), None) => {
+                return Err(self.refuse(
+                    &staged,
+                    Refusal::MessageOmitsAttempt,
+                    format!("assistant/message {seq} does not cite its complete v1 chunk attempt"),
+                ))
             }
-            None => (Vec::new(), pending),
-        };
-        self.flush_attempt(rest);
+            (None, None) => {}
+            (_, Some(list)) if list.is_empty() => self.settle()?,
+            (_, Some(list)) => {
+                let matches = list.len() == self.pending.len()
+                    && list
+                        .iter()
+                        .zip(&self.pending)
+                        .all(|(cited, chunk)| cited.is_some() && *cited == chunk.seq());
+                if !matches {
+                    return Err(self.refuse(
+                        &staged,
+                        Refusal::MessageProvenanceNotAttempt,
+                        format!(
+                            "assistant/message {seq} chunk provenance is not one complete ordered attempt"
+                        ),
+                    ));
+                }
+                self.terminal = false;
+                stream = std::mem::take(&mut self.pending);
+                self.flush_buffered()?;
+            }
+        }
         staged.event.shift_remove("sourceEventSeqs");
         let events: Vec<Map<String, Value>> = stream.into_iter().map(|chunk| chunk.event).collect();
         let records = Value::Array(encode_stream(&events));
         if let Some(Value::Object(data)) = staged.event.get_mut("data") {
-            insert_after(data, "message", "stream", records);
+            data.shift_remove("stream");
+            data.insert("stream".into(), records);
         }
         self.emit_kept(staged)
+    }
+
+    fn on_chunk(&mut self, staged: Staged) -> Result<(), MigrateError> {
+        embeddable(&staged.event).map_err(|detail| MigrateError::Unsupported {
+            at: self.context.at(&staged),
+            edge: EDGE,
+            detail,
+        })?;
+        let key = Self::step_key(&staged);
+        let other_step = self
+            .pending
+            .first()
+            .is_some_and(|first| !Self::same_step(&Self::step_key(first), &key));
+        if self.terminal || other_step {
+            self.settle()?;
+        } else {
+            self.flush_buffered()?;
+        }
+        let input = staged.seq();
+        if let (Some(cut), Some(first), Some(seq)) = (
+            self.seed_cut,
+            self.pending.first().and_then(Staged::seq),
+            input,
+        ) {
+            if first < cut && seq >= cut {
+                return Err(self.refuse(
+                    &staged,
+                    Refusal::CutSplitsAttempt,
+                    format!("inherited Session cut {cut} splits one Assistant attempt"),
+                ));
+            }
+        }
+        if let Some(input) = input {
+            self.map.drop_seq(input);
+        }
+        let finish = staged
+            .event
+            .get("data")
+            .and_then(|data| data.get("chunk"))
+            .and_then(|chunk| chunk.get("type"))
+            .and_then(Value::as_str)
+            == Some("finish");
+        self.pending.push(staged);
+        if finish {
+            self.terminal = true;
+        }
+        Ok(())
+    }
+
+    /// The legacy interrupted restart and the refusal of a `turn/start` that does not close the
+    /// prior turn.
+    fn on_turn_start(&mut self, staged: &Staged) -> Result<(), MigrateError> {
+        let turn = staged
+            .event
+            .get("data")
+            .and_then(|data| data.get("turn"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        if let Some(open) = self.open_turn.clone() {
+            let next = open
+                .as_u64()
+                .zip(turn.as_u64())
+                .is_some_and(|(open, turn)| turn == open + 1);
+            if !(next && !self.open_step && self.after_next_turn_splice) {
+                return Err(self.refuse(
+                    staged,
+                    Refusal::TurnStartWithoutClose,
+                    format!(
+                        "turn/start {} does not close the prior turn",
+                        strata_core::json::to_js_string(&turn)
+                    ),
+                ));
+            }
+            if !self.pending.is_empty() {
+                self.settle()?;
+            }
+            let time = staged.event.get("time").cloned().unwrap_or(Value::from(0));
+            self.emit_inserted(
+                staged.line,
+                staged.seq().unwrap_or(0),
+                "turn/end",
+                time,
+                serde_json::json!({"turn": open, "reason": {"kind": "interrupted"}}),
+            );
+        }
+        self.open_turn = Some(turn);
+        self.open_step = false;
+        Ok(())
     }
 
     fn on_event(&mut self, mut staged: Staged) -> Result<(), MigrateError> {
@@ -268,65 +417,90 @@ impl<I: Iterator<Item = StageItem>> V1ToV2<I> {
         if let Some(time) = staged.event.get("time") {
             self.last_time = time.clone();
         }
-        let input_seq = staged.seq();
-        if let (Some(cut), false) = (self.seed_cut, self.cut_done) {
-            if input_seq == Some(cut) {
-                self.cut_done = true;
-                if staged.event_type() == "session/end-seed" {
-                    self.flush_pending();
-                    staged
-                        .event
-                        .insert("data".into(), serde_json::json!({"inherited": true}));
-                    return self.emit_kept(staged);
+        let tag = staged.event_type().to_owned();
+        let after_splice = std::mem::take(&mut self.after_next_turn_splice);
+        match tag.as_str() {
+            "turn/start" => {
+                self.after_next_turn_splice = after_splice;
+                self.on_turn_start(&staged)?;
+                self.after_next_turn_splice = false;
+            }
+            "turn/end" => {
+                self.open_turn = None;
+                self.open_step = false;
+            }
+            "step/start" => self.open_step = true,
+            "step/end" => self.open_step = false,
+            "agent/inbox/spliced" => {
+                let data = staged.event.get("data");
+                self.after_next_turn_splice = data
+                    .and_then(|data| data.get("target"))
+                    .and_then(Value::as_str)
+                    == Some("next-turn")
+                    && data
+                        .and_then(|data| data.get("inserted"))
+                        .and_then(Value::as_array)
+                        .is_some_and(|inserted| !inserted.is_empty());
+            }
+            "session/end-seed" => {
+                if let Some(Value::Object(data)) = staged.event.get_mut("data") {
+                    data.shift_remove("inherited");
                 }
-                self.flush_pending();
-                let time = staged.event.get("time").cloned().unwrap_or(Value::from(0));
-                self.emit_inserted(
-                    staged.line,
-                    "session/end-seed",
-                    time,
-                    serde_json::json!({"inherited": true}),
-                );
+            }
+            _ => {}
+        }
+        match tag.as_str() {
+            "assistant/chunk" => return self.on_chunk(staged),
+            "assistant/message" => return self.on_message(staged),
+            "turn/end" | "step/end" | "llm/retry" | "llm/retry-started" => {
+                self.settle()?;
+                return self.emit_kept(staged);
+            }
+            _ => {}
+        }
+        let goal = split_goal(&mut staged);
+        let pending = !self.pending.is_empty();
+        if let Some(change) = goal {
+            let time = staged.event.get("time").cloned().unwrap_or(Value::from(0));
+            let mut event = Map::new();
+            event.insert("type".into(), Value::from("goal/change"));
+            event.insert("seq".into(), Value::Null);
+            event.insert("time".into(), time);
+            event.insert("data".into(), change);
+            let generated = Staged {
+                line: staged.line,
+                source_seq: None,
+                event,
+            };
+            if pending {
+                self.buffered.push(generated);
+            } else {
+                self.emit_generated(generated, staged.seq().unwrap_or(0));
             }
         }
-        match staged.event_type() {
-            "assistant/chunk" => {
-                embeddable(&staged.event).map_err(|detail| MigrateError::Unsupported {
-                    at: self.context.at(&staged),
-                    edge: EDGE,
-                    detail,
-                })?;
-                let key = Self::step_key(&staged);
-                if self
-                    .pending
-                    .first()
-                    .is_some_and(|first| !Self::same_step(&Self::step_key(first), &key))
-                {
-                    self.flush_pending();
-                }
-                if let Some(input) = input_seq {
-                    self.map.drop_seq(input);
-                }
-                self.pending.push(staged);
-                Ok(())
-            }
-            "assistant/message" => self.on_message(staged),
-            tag => {
-                if ATTEMPT_BOUNDARIES.contains(&tag) {
-                    self.flush_pending();
-                }
-                if tag == "session/end-seed" {
-                    if let Some(Value::Object(data)) = staged.event.get_mut("data") {
-                        data.shift_remove("inherited");
-                    }
-                }
-                self.emit_kept(staged)
-            }
+        if pending {
+            self.buffered.push(staged);
+            Ok(())
+        } else {
+            self.emit_kept(staged)
         }
     }
 
+    /// Emits a generated event that sits in the output like a kept one (no input seq).
+    fn emit_generated(&mut self, staged: Staged, origin: u64) {
+        let Staged { line, event, .. } = staged;
+        let time = event.get("time").cloned().unwrap_or(Value::from(0));
+        let data = event.get("data").cloned().unwrap_or(Value::Null);
+        let tag = event
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        self.emit_inserted(line, origin, &tag, time, data);
+    }
+
     fn finish(&mut self) -> Result<(), MigrateError> {
-        self.flush_pending();
+        self.settle()?;
         if let (Some(cut), false) = (self.seed_cut, self.cut_done) {
             if cut != self.n_input {
                 return Err(MigrateError::Unsupported {
@@ -345,8 +519,10 @@ impl<I: Iterator<Item = StageItem>> V1ToV2<I> {
             }
             self.cut_done = true;
             let time = self.last_time.clone();
+            let origin = self.n_input;
             self.emit_inserted(
                 0,
+                origin,
                 "session/end-seed",
                 time,
                 serde_json::json!({"inherited": true}),
@@ -356,17 +532,48 @@ impl<I: Iterator<Item = StageItem>> V1ToV2<I> {
     }
 }
 
-/// Inserts `key: value` right after `after` (or at the end when `after` is missing).
-pub(crate) fn insert_after(map: &mut Map<String, Value>, after: &str, key: &str, value: Value) {
-    map.shift_remove(key);
-    match map.keys().position(|existing| existing == after) {
-        Some(position) => {
-            map.shift_insert(position + 1, key.to_owned(), value);
-        }
-        None => {
-            map.insert(key.to_owned(), value);
+/// The legacy goal split: a `user/message` whose goal source carries `change` loses it (its
+/// source becomes the plugin `goal`); the change is returned as the `goal/change` data.
+fn split_goal(staged: &mut Staged) -> Option<Value> {
+    if staged.event_type() != "user/message" {
+        return None;
+    }
+    let Some(Value::Object(data)) = staged.event.get_mut("data") else {
+        return None;
+    };
+    let Some(Value::Object(source)) = data.get("source") else {
+        return None;
+    };
+    if source.get("kind").and_then(Value::as_str) != Some("goal") {
+        return None;
+    }
+    let change = source.get("change")?.clone();
+    data.insert(
+        "source".into(),
+        serde_json::json!({"kind": "plugin", "plugin": "goal"}),
+    );
+    Some(change)
+}
+
+/// The envelope key order upstream's v1→v2 edge writes: type, seq, time, data, ignorable,
+/// sourceEventSeqs, surfaceOp (any other key after them, in its order).
+fn envelope_order(mut event: Map<String, Value>) -> Map<String, Value> {
+    let mut ordered = Map::new();
+    for key in [
+        "type",
+        "seq",
+        "time",
+        "data",
+        "ignorable",
+        "sourceEventSeqs",
+        "surfaceOp",
+    ] {
+        if let Some(value) = event.shift_remove(key) {
+            ordered.insert(key.to_owned(), value);
         }
     }
+    ordered.extend(event);
+    ordered
 }
 
 impl<I: Iterator<Item = StageItem>> Iterator for V1ToV2<I> {

@@ -1,28 +1,33 @@
-//! The v2→v3 edge: the system prompt becomes surface node 0 and the envelope becomes canonical
-//! (session-core §0, §7.3, §12; persistence §2.10).
+//! The v2→v3 edge, as upstream's released chain writes it (docs/migration.md, "v2 → v3"): the
+//! system prompt becomes a protected surface head, the envelope becomes canonical.
 //!
-//! - The prompt leaves `request/header.header.system`: a `system/message` with the first
-//!   header's prompt (empty content when there is none) is written just before the log's first
-//!   surface event, so it is node 0; when a later header changes the prompt, a `system/message`
-//!   replacing that node (`{op:"replace", startSeq: n, endSeq: n}`, `sourceEventSeqs: [n]`) is
-//!   written just before that header. Finding the first header's prompt needs a look-ahead from
-//!   the first surface event to the first header, bounded by [`LOOKAHEAD_LIMIT`]; past it the
-//!   head starts empty and the header's prompt arrives as a replacement.
+//! - An empty `system/message` head is written right after the log's first `step/start`; each
+//!   `request/header` whose prompt (`header.system`, `""` when absent or not text) differs from
+//!   the current one gets a `system/message` replacing the head written right before it. A
+//!   generated message takes the open step's `turn`/`step`, its anchor's time, and the id
+//!   `v2-to-v3-system-<sha256 hex of ["session-format-v2-to-v3", headerId, anchorSeq,
+//!   anchorType]>`. The prompt leaves the header.
+//! - Refused as upstream refuses (ids in docs/migration.md): a surface event before the first
+//!   step, a prompt change outside an open step, id collisions with generated ids, an
+//!   unclassified event type, an assistant message that still cites chunks, an invalid
+//!   request reason, a `tool/result` with `error` not marked `isError`.
 //! - Replace endpoints are spelled `{op, startSeq, endSeq}`; `tool/code-dispatch*` becomes
-//!   `tool/ptc-dispatch*` and the `code` preset `ptc`.
-//! - Request headers become canonical: no `system`, no empty `tools`/`adapterDefaults`, a
-//!   `reason` among initial/resume/change/series (an older or missing reason becomes `initial`
-//!   for the first header and `change` after), `startsSeries` only when `true`.
-//! - A tool result with `error` is marked `isError: true` on its result block (v3 requires it).
+//!   `tool/ptc-dispatch*`, the `code` preset `ptc`, and the plugin `tools-code-mode`
+//!   `tools-ptc` (user messages, inbox insertions, title requests); exactly-empty `tools` and
+//!   `adapterDefaults` leave the header.
 //!
 //! Seqs are renumbered densely (the inserted system messages take seqs) and every reference is
-//! remapped.
+//! remapped. State: the seq map, the open step, the head and its prompt, and the source ids
+//! that look like generated ids (bounded by what the log holds of that prefix).
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 
 use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+use strata_core::{EventType, Generation};
 
 use super::error::MigrateError;
+use super::refusal::Refusal;
 use super::remap::{remap_references, SeqMap, Unmapped};
 use super::stage::{StageContext, StageItem, Staged};
 
@@ -31,18 +36,40 @@ const EDGE: &str = "v2→v3";
 /// The plugin name dsh's agent loop gives its system messages.
 pub const SYSTEM_PROMPT_PLUGIN: &str = "@deepseek-ai/dsh-system-prompt";
 
-/// How many events the edge may hold while looking for the first prompt.
-pub const LOOKAHEAD_LIMIT: usize = 4096;
+/// The prefix of the ids the edge gives the system messages it writes.
+pub const SYSTEM_ID_PREFIX: &str = "v2-to-v3-system-";
 
 const SURFACE_TYPES: [&str; 3] = ["user/message", "assistant/message", "tool/result"];
 
-/// The v3 header: `version: 3`, the `code` preset renamed `ptc`.
+/// The order in which dsh's released V3 codec writes header keys (after `type`): see
+/// docs/migration.md, "Header".
+pub const HEADER_KEY_ORDER: [&str; 9] = [
+    "version",
+    "id",
+    "createdAt",
+    "cwd",
+    "parentSession",
+    "isSeeded",
+    "origin",
+    "delegationDepth",
+    "agentPreset",
+];
+
+/// The v3 header: `version: 3`, the `code` preset renamed `ptc`, keys in
+/// [`HEADER_KEY_ORDER`] (any other key after them, in its order).
 pub fn header(mut header: Map<String, Value>) -> Map<String, Value> {
     header.insert("version".into(), Value::from(3));
     if header.get("agentPreset").and_then(Value::as_str) == Some("code") {
         header.insert("agentPreset".into(), Value::from("ptc"));
     }
-    header
+    let mut ordered = Map::new();
+    for key in HEADER_KEY_ORDER {
+        if let Some(value) = header.shift_remove(key) {
+            ordered.insert(key.to_owned(), value);
+        }
+    }
+    ordered.extend(header);
+    ordered
 }
 
 /// The v2→v3 edge over a stream of v2 events.
@@ -51,20 +78,18 @@ pub struct V2ToV3<I> {
     context: StageContext,
     map: SeqMap,
     next_out: u64,
-    /// Output seq of the current system node, once written.
+    n_input: u64,
+    /// Output seq of the current system head, once written.
     head: Option<u64>,
-    /// The prompt text the current system node holds.
-    head_prompt: String,
-    /// The prompt of the latest header seen before the head exists.
-    prompt: Option<String>,
-    seen_header: bool,
-    /// Events held while looking for the first prompt; processed once it is known.
-    held: VecDeque<Staged>,
-    turn: Value,
-    step: Value,
+    /// The prompt the head holds (initially empty).
+    prompt: String,
+    /// The open step's `turn` and `step`.
+    open_step: Option<(Value, Value)>,
+    /// Generated system ids, and source message ids with the generated prefix.
+    generated_ids: HashSet<String>,
+    source_ids: HashSet<String>,
     out: VecDeque<Staged>,
-    input_done: bool,
-    failed: bool,
+    done: bool,
 }
 
 impl<I: Iterator<Item = StageItem>> V2ToV3<I> {
@@ -75,93 +100,103 @@ impl<I: Iterator<Item = StageItem>> V2ToV3<I> {
             context,
             map: SeqMap::default(),
             next_out: 0,
+            n_input: 0,
             head: None,
-            head_prompt: String::new(),
-            prompt: None,
-            seen_header: false,
-            held: VecDeque::new(),
-            turn: Value::from(0),
-            step: Value::from(0),
+            prompt: String::new(),
+            open_step: None,
+            generated_ids: HashSet::new(),
+            source_ids: HashSet::new(),
             out: VecDeque::new(),
-            input_done: false,
-            failed: false,
+            done: false,
         }
     }
 
-    fn unsupported(&self, staged: &Staged, detail: String) -> MigrateError {
-        MigrateError::Unsupported {
+    fn refuse(&self, staged: &Staged, refusal: Refusal, text: String) -> MigrateError {
+        MigrateError::Refused {
             at: self.context.at(staged),
-            edge: EDGE,
-            detail,
+            refusal,
+            text,
         }
     }
 
-    /// The prompt text of a request header, or an error for a prompt that is not text.
-    fn header_prompt(&self, staged: &Staged) -> Result<String, MigrateError> {
-        let system = staged
-            .event
-            .get("data")
-            .and_then(|data| data.get("header"))
-            .and_then(|header| header.get("system"));
-        match system {
-            None | Some(Value::Null) => Ok(String::new()),
-            Some(Value::String(text)) => Ok(text.clone()),
-            Some(other) => Err(self.unsupported(
-                staged,
-                format!("request/header system prompt is not text: {other}"),
-            )),
+    /// Upstream's id for the system message anchored at v2 seq `anchor_seq` of `anchor_type`.
+    fn system_id(&self, anchor_seq: u64, anchor_type: &str) -> String {
+        let key = Value::Array(vec![
+            Value::from("session-format-v2-to-v3"),
+            Value::from(&*self.context.session_id),
+            Value::from(anchor_seq),
+            Value::from(anchor_type),
+        ]);
+        let digest = Sha256::digest(strata_core::json::to_js_string(&key).as_bytes());
+        let mut id = String::with_capacity(SYSTEM_ID_PREFIX.len() + 64);
+        id.push_str(SYSTEM_ID_PREFIX);
+        for byte in digest {
+            id.push_str(&format!("{byte:02x}"));
         }
+        id
     }
 
-    fn system_message(&self, seq: u64, prompt: &str) -> Value {
+    /// Writes a system message anchored at `anchor` (the head after the first `step/start`,
+    /// or a replacement of the head before a prompt-changing header).
+    fn emit_system(&mut self, anchor: &Staged, prompt: String) -> Result<(), MigrateError> {
+        let (turn, step) = self
+            .open_step
+            .clone()
+            .unwrap_or((Value::from(0), Value::from(0)));
+        let id = self.system_id(anchor.seq().unwrap_or(0), anchor.event_type());
+        if self.source_ids.contains(&id) || !self.generated_ids.insert(id.clone()) {
+            return Err(self.refuse(
+                anchor,
+                Refusal::GeneratedIdCollision,
+                "generated system message id collides with an existing message id".into(),
+            ));
+        }
         let content = if prompt.is_empty() {
             json!([])
         } else {
             json!([{"type": "text", "text": prompt}])
         };
-        json!({
-            "turn": self.turn,
-            "step": self.step,
-            "message": {
-                "id": format!("migrated-system-prompt:{}:{seq}", self.context.session_id),
-                "role": "system",
-                "source": {"kind": "plugin", "plugin": SYSTEM_PROMPT_PLUGIN},
-                "content": content,
-            }
-        })
-    }
-
-    /// Writes a system node before `before` (the head, or a replacement of the head).
-    fn emit_system(&mut self, before: &Staged, prompt: String) {
-        let seq = self.next_out;
         let mut event = Map::new();
         event.insert("type".into(), Value::from("system/message"));
-        event.insert("seq".into(), Value::from(seq));
+        event.insert("seq".into(), Value::from(self.next_out));
         event.insert(
             "time".into(),
-            before.event.get("time").cloned().unwrap_or(Value::from(0)),
+            anchor.event.get("time").cloned().unwrap_or(Value::from(0)),
         );
-        event.insert("data".into(), self.system_message(seq, &prompt));
+        event.insert(
+            "data".into(),
+            json!({
+                "turn": turn,
+                "step": step,
+                "message": {
+                    "id": id,
+                    "role": "system",
+                    "source": {"kind": "plugin", "plugin": SYSTEM_PROMPT_PLUGIN},
+                    "content": content,
+                }
+            }),
+        );
         match self.head {
             Some(head) => {
-                event.insert("sourceEventSeqs".into(), json!([head]));
                 event.insert(
                     "surfaceOp".into(),
                     json!({"op": "replace", "startSeq": head, "endSeq": head}),
                 );
+                event.insert("sourceEventSeqs".into(), json!([head]));
             }
             None => {
                 event.insert("surfaceOp".into(), Value::from("append"));
             }
         }
+        self.head = Some(self.next_out);
+        self.prompt = prompt;
         self.next_out += 1;
-        self.head = Some(seq);
-        self.head_prompt = prompt;
         self.out.push_back(Staged {
-            line: before.line,
+            line: anchor.line,
             source_seq: None,
             event,
         });
+        Ok(())
     }
 
     fn emit_kept(&mut self, mut staged: Staged) -> Result<(), MigrateError> {
@@ -199,138 +234,271 @@ impl<I: Iterator<Item = StageItem>> V2ToV3<I> {
         Ok(())
     }
 
-    /// Processes one event whose prompt context is settled.
-    fn process(&mut self, mut staged: Staged) -> Result<(), MigrateError> {
-        let tag = staged.event_type().to_owned();
-        match tag.as_str() {
-            "turn/start" => {
-                if let Some(turn) = staged.event.get("data").and_then(|data| data.get("turn")) {
-                    self.turn = turn.clone();
-                }
-                self.step = Value::from(0);
+    /// The source audit of the edge (the parts strata reproduces; docs/migration.md).
+    fn audit(&mut self, staged: &Staged) -> Result<(), MigrateError> {
+        let tag = staged.event_type();
+        let seq = staged.seq().unwrap_or(0);
+        let known = Generation::V2.is_known_type(&EventType::parse(tag))
+            || matches!(tag, "feedback/message-put" | "feedback/message-delete");
+        if !known {
+            return Err(self.refuse(
+                staged,
+                Refusal::UnclassifiedEvent,
+                format!("format v2 to v3 cannot safely transform unclassified event {tag}"),
+            ));
+        }
+        if tag == "assistant/message" && staged.event.contains_key("sourceEventSeqs") {
+            return Err(self.refuse(
+                staged,
+                Refusal::ObsoleteChunkProvenance,
+                format!("assistant/message {seq} retains obsolete chunk provenance"),
+            ));
+        }
+        let data = staged.event.get("data");
+        if tag == "request/header" {
+            let reason_ok = matches!(
+                data.and_then(|data| data.get("reason"))
+                    .and_then(Value::as_str),
+                Some("initial" | "resume" | "change" | "series")
+            );
+            if !reason_ok {
+                return Err(self.refuse(
+                    staged,
+                    Refusal::RequestReason,
+                    format!(
+                        "request/header {seq} reason must be one of initial, resume, change, series"
+                    ),
+                ));
             }
-            "step/start" => {
-                if let Some(step) = staged.event.get("data").and_then(|data| data.get("step")) {
-                    self.step = step.clone();
+        }
+        for message in messages_of(tag, data) {
+            if let Some(kind) = message
+                .get("source")
+                .and_then(|source| source.get("kind"))
+                .and_then(Value::as_str)
+            {
+                if !SOURCE_KINDS.contains(&kind) {
+                    return Err(self.refuse(
+                        staged,
+                        Refusal::UnclassifiedSource,
+                        "cannot safely transform unclassified message source".into(),
+                    ));
                 }
             }
-            "request/header" => {
-                let prompt = self.header_prompt(&staged)?;
-                if self.head.is_some() {
-                    if prompt != self.head_prompt {
-                        self.emit_system(&staged, prompt);
+        }
+        // Message-id collisions with the ids this edge generates.
+        for message in messages_of(tag, data) {
+            if let Some(id) = message.get("id").and_then(Value::as_str) {
+                if id.starts_with(SYSTEM_ID_PREFIX) {
+                    if self.generated_ids.contains(id) {
+                        return Err(self.refuse(
+                            staged,
+                            Refusal::SourceIdCollision,
+                            "source message id collides with a generated system message id".into(),
+                        ));
                     }
-                } else {
-                    self.prompt = Some(prompt);
-                }
-                let first = !self.seen_header;
-                self.seen_header = true;
-                if let Some(Value::Object(data)) = staged.event.get_mut("data") {
-                    canonical_request_header(data, first);
+                    self.source_ids.insert(id.to_owned());
                 }
             }
-            "tool/code-dispatch" => {
-                staged
-                    .event
-                    .insert("type".into(), Value::from("tool/ptc-dispatch"));
-            }
-            "tool/code-dispatch-start" => {
-                staged
-                    .event
-                    .insert("type".into(), Value::from("tool/ptc-dispatch-start"));
-            }
-            "agent-preset/selected" => {
-                if let Some(Value::Object(data)) = staged.event.get_mut("data") {
-                    if data.get("agentPreset").and_then(Value::as_str) == Some("code") {
-                        data.insert("agentPreset".into(), Value::from("ptc"));
-                    }
-                }
-            }
-            "tool/result" => mark_error_result(&mut staged.event),
-            _ => {}
-        }
-        if self.head.is_none() && SURFACE_TYPES.contains(&tag.as_str()) {
-            let prompt = self.prompt.clone().unwrap_or_default();
-            self.emit_system(&staged, prompt);
-        }
-        self.emit_kept(staged)
-    }
-
-    /// Holds events from the first surface event until the first header's prompt is known.
-    fn needs_lookahead(&self, staged: &Staged) -> bool {
-        self.head.is_none()
-            && !self.seen_header
-            && (!self.held.is_empty() || SURFACE_TYPES.contains(&staged.event_type()))
-    }
-
-    fn release_held(&mut self) -> Result<(), MigrateError> {
-        if let Some(header) = self
-            .held
-            .iter()
-            .find(|staged| staged.event_type() == "request/header")
-        {
-            let prompt = self.header_prompt(header)?;
-            self.prompt = Some(prompt);
-        }
-        while let Some(staged) = self.held.pop_front() {
-            self.process(staged)?;
         }
         Ok(())
     }
 
-    fn on_event(&mut self, staged: Staged) -> Result<(), MigrateError> {
-        if self.needs_lookahead(&staged) {
-            let is_header = staged.event_type() == "request/header";
-            self.held.push_back(staged);
-            if is_header || self.held.len() >= LOOKAHEAD_LIMIT {
-                self.release_held()?;
+    fn on_event(&mut self, mut staged: Staged) -> Result<(), MigrateError> {
+        self.n_input += 1;
+        self.audit(&staged)?;
+        let tag = staged.event_type().to_owned();
+        let seq = staged.seq().unwrap_or(0);
+        if tag == "request/header" {
+            let prompt = match staged
+                .event
+                .get("data")
+                .and_then(|data| data.get("header"))
+                .and_then(|header| header.get("system"))
+            {
+                Some(Value::String(text)) => text.clone(),
+                _ => String::new(),
+            };
+            if prompt != self.prompt {
+                if self.open_step.is_none() {
+                    return Err(self.refuse(
+                        &staged,
+                        Refusal::PromptChangeOutsideStep,
+                        "format v2 changed request prompt outside an open step cannot retain \
+                         source chronology"
+                            .into(),
+                    ));
+                }
+                self.emit_system(&staged, prompt)?;
             }
-            return Ok(());
         }
-        self.process(staged)
+        if self.head.is_none() && SURFACE_TYPES.contains(&tag.as_str()) {
+            return Err(self.refuse(
+                &staged,
+                Refusal::SurfaceBeforeFirstStep,
+                "format v2 surface before first step cannot acquire a system head without \
+                 changing chronology"
+                    .into(),
+            ));
+        }
+        rename_and_canonicalize(&tag, &mut staged.event);
+        if tag == "tool/result" && !error_result_is_marked(&staged.event) {
+            return Err(self.refuse(
+                &staged,
+                Refusal::ErrorWithoutIsError,
+                format!(
+                    "format v3 tool/result at seq {} carries error metadata for a non-error tool result",
+                    self.next_out
+                ),
+            ));
+        }
+        let anchor = staged.clone();
+        let _ = seq;
+        self.emit_kept(staged)?;
+        match tag.as_str() {
+            "step/start" => {
+                let field = |key: &str| {
+                    anchor
+                        .event
+                        .get("data")
+                        .and_then(|data| data.get(key))
+                        .cloned()
+                        .unwrap_or(Value::Null)
+                };
+                self.open_step = Some((field("turn"), field("step")));
+                if self.head.is_none() {
+                    self.emit_system(&anchor, String::new())?;
+                }
+            }
+            "step/end" | "turn/end" => self.open_step = None,
+            _ => {}
+        }
+        Ok(())
     }
 }
 
-/// Makes a v2 request header canonical for v3 (session-core §5.3, §7.2).
-fn canonical_request_header(data: &mut Map<String, Value>, first: bool) {
-    if let Some(Value::Object(header)) = data.get_mut("header") {
-        header.shift_remove("system");
-        if matches!(header.get("tools"), Some(Value::Array(tools)) if tools.is_empty()) {
-            header.shift_remove("tools");
-        }
-        if matches!(header.get("adapterDefaults"), Some(Value::Object(map)) if map.is_empty()) {
-            header.shift_remove("adapterDefaults");
-        }
-    }
-    let valid_reason = matches!(
-        data.get("reason").and_then(Value::as_str),
-        Some("initial" | "resume" | "change" | "series")
-    );
-    if !valid_reason {
-        let reason = if first { "initial" } else { "change" };
-        data.insert("reason".into(), Value::from(reason));
-    }
-    if data.contains_key("startsSeries") && data.get("startsSeries") != Some(&Value::Bool(true)) {
-        data.shift_remove("startsSeries");
+/// The message source kinds upstream's v2→v3 audit classifies.
+const SOURCE_KINDS: [&str; 15] = [
+    "user",
+    "plugin",
+    "model",
+    "tool",
+    "agent-instructions",
+    "session-reference",
+    "team-message",
+    "goal",
+    "skill-invocation",
+    "skill-catalog",
+    "coordinator",
+    "subagent-report",
+    "subagent-settled",
+    "webhook",
+    "agent-message",
+];
+
+/// The messages an event of `tag` carries (the five message slots).
+fn messages_of<'a>(tag: &str, data: Option<&'a Value>) -> Vec<&'a Value> {
+    let Some(data) = data else {
+        return Vec::new();
+    };
+    match tag {
+        "user/message" => vec![data],
+        "assistant/message" | "tool/result" => data.get("message").into_iter().collect(),
+        "agent/inbox/spliced" => data
+            .get("inserted")
+            .and_then(Value::as_array)
+            .map(|items| items.iter().collect())
+            .unwrap_or_default(),
+        "session/title-llm-request" => data
+            .get("messages")
+            .and_then(Value::as_array)
+            .map(|items| items.iter().collect())
+            .unwrap_or_default(),
+        _ => Vec::new(),
     }
 }
 
-/// v3 requires `error` ⇒ `message.content[0].isError === true` (session-core §5.3).
-fn mark_error_result(event: &mut Map<String, Value>) {
+/// The renames and canonical spellings of the edge (docs/migration.md, "v2 → v3" step 9).
+fn rename_and_canonicalize(tag: &str, event: &mut Map<String, Value>) {
+    match tag {
+        "tool/code-dispatch" => {
+            event.insert("type".into(), Value::from("tool/ptc-dispatch"));
+        }
+        "tool/code-dispatch-start" => {
+            event.insert("type".into(), Value::from("tool/ptc-dispatch-start"));
+        }
+        _ => {}
+    }
     let Some(Value::Object(data)) = event.get_mut("data") else {
         return;
     };
-    if !data.contains_key("error") {
-        return;
-    }
-    if let Some(Value::Object(block)) = data
-        .get_mut("message")
-        .and_then(|message| message.get_mut("content"))
-        .and_then(|content| content.get_mut(0))
-    {
-        if block.get("isError") != Some(&Value::Bool(true)) {
-            block.insert("isError".into(), Value::Bool(true));
+    match tag {
+        "agent-preset/selected"
+            if data.get("agentPreset").and_then(Value::as_str) == Some("code") =>
+        {
+            data.insert("agentPreset".into(), Value::from("ptc"));
         }
+        "request/header" => {
+            if let Some(Value::Object(header)) = data.get_mut("header") {
+                header.shift_remove("system");
+                if matches!(header.get("tools"), Some(Value::Array(tools)) if tools.is_empty()) {
+                    header.shift_remove("tools");
+                }
+                if matches!(header.get("adapterDefaults"), Some(Value::Object(map)) if map.is_empty())
+                {
+                    header.shift_remove("adapterDefaults");
+                }
+            }
+        }
+        "user/message" => rename_ptc_plugin(data),
+        "agent/inbox/spliced" | "session/title-llm-request" => {
+            let key = if tag == "agent/inbox/spliced" {
+                "inserted"
+            } else {
+                "messages"
+            };
+            if let Some(Value::Array(messages)) = data.get_mut(key) {
+                for message in messages {
+                    if let Value::Object(message) = message {
+                        rename_ptc_plugin(message);
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `source.plugin` `tools-code-mode` → `tools-ptc` for a plugin source.
+fn rename_ptc_plugin(message: &mut Map<String, Value>) {
+    if let Some(Value::Object(source)) = message.get_mut("source") {
+        if source.get("kind").and_then(Value::as_str) == Some("plugin")
+            && source.get("plugin").and_then(Value::as_str) == Some("tools-code-mode")
+        {
+            source.insert("plugin".into(), Value::from("tools-ptc"));
+        }
+    }
+}
+
+/// A `tool/result` with `error` must hold exactly one `tool-result` block with
+/// `isError: true` (V3's rule; the edge refuses, it does not repair).
+fn error_result_is_marked(event: &Map<String, Value>) -> bool {
+    let Some(data) = event.get("data") else {
+        return true;
+    };
+    if data.get("error").is_none() {
+        return true;
+    }
+    match data
+        .get("message")
+        .and_then(|message| message.get("content"))
+        .and_then(Value::as_array)
+    {
+        Some(blocks) if blocks.len() == 1 => {
+            blocks[0].get("type").and_then(Value::as_str) == Some("tool-result")
+                && blocks[0].get("isError") == Some(&Value::Bool(true))
+        }
+        _ => false,
     }
 }
 
@@ -342,19 +510,19 @@ impl<I: Iterator<Item = StageItem>> Iterator for V2ToV3<I> {
             if let Some(staged) = self.out.pop_front() {
                 return Some(Ok(staged));
             }
-            if self.failed || (self.input_done && self.held.is_empty()) {
+            if self.done {
                 return None;
             }
             let step = match self.input.next() {
                 Some(Ok(staged)) => self.on_event(staged),
                 Some(Err(error)) => Err(error),
                 None => {
-                    self.input_done = true;
-                    self.release_held()
+                    self.done = true;
+                    Ok(())
                 }
             };
             if let Err(error) = step {
-                self.failed = true;
+                self.done = true;
                 self.out.clear();
                 return Some(Err(error));
             }

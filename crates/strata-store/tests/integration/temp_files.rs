@@ -106,7 +106,7 @@ fn a_migration_removes_a_killed_migrations_temp_beside_its_target() {
     let source = dir.path().join("session.jsonl");
     fs::copy(
         Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../fixtures/v0/generated/gen-e500-s11.jsonl"),
+            .join("../../fixtures/v0/generated/released-e500-s11.jsonl"),
         &source,
     )
     .unwrap();

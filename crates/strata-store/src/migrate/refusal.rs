@@ -1,0 +1,98 @@
+//! The refusals the migration edges share with upstream's released chain: each has a stable id
+//! (listed with upstream's text in docs/migration.md) and its message contains upstream's text
+//! exactly.
+
+/// One refusal of upstream's chain that strata reproduces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// v0/v1 codec: a physical header key outside the released set, or a required one missing.
+    HeaderMember,
+    /// v0→v1 payload audit: a type outside the frozen v0 inventory (even when ignorable).
+    UnknownHistoricalType,
+    /// v0→v1 payload audit: `turn/start`, `step/start` or `step/end` data that is not exactly
+    /// its counts.
+    PayloadShape,
+    /// v0→v1 payload audit: a known event whose `data` is not an object.
+    DataNotObject,
+    /// v0→v1: an `llm/retry-started` without `retryId` (never minted).
+    RetryStartedWithoutId,
+    /// v0→v1: `request/header.header.messagePrefix` that is not an array.
+    MessagePrefixNotArray,
+    /// v1→v2: a `turn/start` while a turn is open (not the legacy interrupted restart).
+    TurnStartWithoutClose,
+    /// v1→v2: an `assistant/message` without sources while an attempt of its step is pending.
+    MessageOmitsAttempt,
+    /// v1→v2: an `assistant/message` whose sources are not the pending attempt, in order.
+    MessageProvenanceNotAttempt,
+    /// v1→v2: an attempt whose chunks lie on both sides of the inherited cut.
+    CutSplitsAttempt,
+    /// v2→v3: a type outside the v2 inventory (even when ignorable).
+    UnclassifiedEvent,
+    /// v2→v3: an `assistant/message` that still carries `sourceEventSeqs`.
+    ObsoleteChunkProvenance,
+    /// v2→v3: a `request/header` reason outside initial, resume, change, series.
+    RequestReason,
+    /// v2→v3: a source message id equal to a generated system message id.
+    SourceIdCollision,
+    /// v2→v3: a generated system message id already used by the source.
+    GeneratedIdCollision,
+    /// v2→v3: a surface event before the first `step/start` (no system head yet).
+    SurfaceBeforeFirstStep,
+    /// v2→v3: a prompt change while no step is open.
+    PromptChangeOutsideStep,
+    /// v2→v3: a `tool/result` with `error` whose result block is not marked `isError`.
+    ErrorWithoutIsError,
+    /// v2→v3: a message source kind upstream does not classify.
+    UnclassifiedSource,
+}
+
+impl Refusal {
+    /// The stable id (docs/migration.md).
+    pub const fn id(self) -> &'static str {
+        match self {
+            Refusal::HeaderMember => "m0-header-member",
+            Refusal::DataNotObject => "m1-data-not-object",
+            Refusal::PayloadShape => "m1-payload-shape",
+            Refusal::UnknownHistoricalType => "m1-unknown-historical-type",
+            Refusal::RetryStartedWithoutId => "m1-retry-started-without-id",
+            Refusal::MessagePrefixNotArray => "m1-message-prefix",
+            Refusal::TurnStartWithoutClose => "m2-turn-start-without-close",
+            Refusal::MessageOmitsAttempt => "m2-message-omits-attempt",
+            Refusal::MessageProvenanceNotAttempt => "m2-provenance-not-attempt",
+            Refusal::CutSplitsAttempt => "m2-cut-splits-attempt",
+            Refusal::UnclassifiedEvent => "m3-unclassified-event",
+            Refusal::ObsoleteChunkProvenance => "m3-obsolete-chunk-provenance",
+            Refusal::RequestReason => "m3-request-reason",
+            Refusal::SourceIdCollision => "m3-source-id-collision",
+            Refusal::GeneratedIdCollision => "m3-generated-id-collision",
+            Refusal::SurfaceBeforeFirstStep => "m3-surface-before-first-step",
+            Refusal::PromptChangeOutsideStep => "m3-prompt-change-outside-step",
+            Refusal::ErrorWithoutIsError => "m3-error-without-is-error",
+            Refusal::UnclassifiedSource => "m3-unclassified-source",
+        }
+    }
+
+    /// The edge that refuses.
+    pub const fn edge(self) -> &'static str {
+        match self {
+            Refusal::HeaderMember => "v0/v1 codec",
+            Refusal::RetryStartedWithoutId
+            | Refusal::MessagePrefixNotArray
+            | Refusal::DataNotObject
+            | Refusal::PayloadShape
+            | Refusal::UnknownHistoricalType => "v0→v1",
+            Refusal::TurnStartWithoutClose
+            | Refusal::MessageOmitsAttempt
+            | Refusal::MessageProvenanceNotAttempt
+            | Refusal::CutSplitsAttempt => "v1→v2",
+            _ => "v2→v3",
+        }
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
