@@ -70,7 +70,10 @@ fn is_int(value: Option<&Value>, n: u64) -> bool {
     value.and_then(non_negative_safe_integer) == Some(n)
 }
 
-/// One tool call the open step advertised (an `assistant/message` `tool-call` block).
+/// One tool call the open step advertised (an `assistant/message` `tool-call` block) and
+/// no `tool/result` has settled yet. A settled call leaves the list, as upstream deletes
+/// it from its lifecycle map: its id may be advertised again, and a second result for it
+/// has no lifecycle (docs/rules.md, R10 and R14).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Call {
     /// The block's `id`.
@@ -81,8 +84,6 @@ pub struct Call {
     pub arguments: Option<Value>,
     /// Whether a `tool/call` recorded it as started.
     pub started: bool,
-    /// Whether a `tool/result` settled it.
-    pub resolved: bool,
 }
 
 /// The compaction bracket open at the end of the log.
@@ -521,7 +522,7 @@ impl Relations {
                         format!("turn/end {} has no matching open turn", js_json(turn)),
                     ));
                 }
-                if let Some(call) = b.calls.iter().find(|call| !call.resolved) {
+                if let Some(call) = b.calls.first() {
                     return Err(refuse(
                         Rule::TurnEndUnresolvedCall,
                         format!(
@@ -559,7 +560,7 @@ impl Relations {
                         "step/end does not match an open turn and step",
                     ));
                 }
-                if let Some(call) = b.calls.iter().find(|call| !call.resolved) {
+                if let Some(call) = b.calls.first() {
                     return Err(refuse(
                         Rule::StepEndUnresolvedCall,
                         format!(
@@ -601,7 +602,6 @@ impl Relations {
                         name: block.get("name").cloned(),
                         arguments: block.get("arguments").cloned(),
                         started: false,
-                        resolved: false,
                     });
                 }
             }
@@ -690,7 +690,7 @@ impl Relations {
                             ),
                         ));
                     }
-                    b.to_mut().calls[index].resolved = true;
+                    b.to_mut().calls.remove(index);
                 }
             }
             "request/header" => {
@@ -1417,7 +1417,6 @@ impl Relations {
                     ("name", call.name.clone()),
                     ("arguments", call.arguments.clone()),
                     ("started", Some(call.started.into())),
-                    ("resolved", Some(call.resolved.into())),
                 ])
             })
             .collect();
@@ -1517,15 +1516,16 @@ impl Relations {
     /// Reads what [`Relations::to_json`] wrote; `None` for anything else.
     pub fn from_json(value: &Value) -> Option<Relations> {
         let list = |key: &str| value.get(key).and_then(Value::as_array);
+        // A record from before settled calls left the list marks them `resolved`.
         let calls = list("calls")?
             .iter()
+            .filter(|call| get_bool(call, "resolved") != Some(true))
             .map(|call| {
                 Some(Call {
                     id: call.get("id")?.clone(),
                     name: call.get("name").cloned(),
                     arguments: call.get("arguments").cloned(),
                     started: get_bool(call, "started")?,
-                    resolved: get_bool(call, "resolved")?,
                 })
             })
             .collect::<Option<Vec<_>>>()?;
