@@ -29,6 +29,8 @@ use crate::rule::{AcceptError, Rule};
 use crate::seq::Seq;
 use crate::surface::find;
 
+mod facts;
+
 /// `JSON.stringify(value)` as a template literal shows it (`undefined` when absent).
 fn js_json(value: Option<&Value>) -> String {
     match value {
@@ -236,10 +238,23 @@ impl PartialEq for Relations {
     }
 }
 
-/// What accepting one event changes in the relational state.
+/// What accepting one event changes in the relational state. Both parts are boxed: most
+/// events change neither, and a `Change` travels by value from the check to the commit.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Change {
-    bounded: Option<Bounded>,
+    bounded: Option<Box<Bounded>>,
+    growth: Option<Box<Growth>>,
+}
+
+impl Change {
+    fn growth(&mut self) -> &mut Growth {
+        self.growth.get_or_insert_with(Box::default)
+    }
+}
+
+/// What one event adds to the growing sets.
+#[derive(Clone, Debug, Default)]
+struct Growth {
     command_id: Option<String>,
     command_seq: Option<u64>,
     retry_id: Option<String>,
@@ -371,8 +386,11 @@ impl Relations {
         let growing = &mut self.growing;
         let undo = &mut self.undo;
         if let Some(bounded) = change.bounded {
-            self.bounded = bounded;
+            self.bounded = *bounded;
         }
+        let Some(change) = change.growth else {
+            return;
+        };
         if let Some(id) = change.command_id {
             if growing.command_ids.insert(id.clone()) && journaling {
                 undo.push(Undo::CommandId(id));
@@ -432,12 +450,25 @@ impl Relations {
         let tag = event.event_type.as_str();
         let seq = event.seq.get();
         let is_handled = handled(event);
+        // A message's rules read a few scalars ([`facts::Message`]); other payloads are small.
+        let is_message = facts::is_message(&event.event_type);
+        let read = if is_message {
+            facts::Message::read(event)
+        } else {
+            facts::Message::default()
+        };
+        let message = &read;
         let data_cow;
-        let data: &Value = if is_handled || event.event_type == EventType::SystemMessage {
-            data_cow = facts(event);
+        let data: &Value = if is_handled && !is_message {
+            data_cow = facts::payload(event);
             &data_cow
         } else {
             &Value::Null
+        };
+        let (turn, step, object) = if is_message {
+            (message.turn.as_ref(), message.step.as_ref(), message.object)
+        } else {
+            (field(data, "turn"), field(data, "step"), data.is_object())
         };
         let mut bounded: Option<Bounded> = None;
         // Pass 1: the system head (S9–S13).
@@ -458,7 +489,7 @@ impl Relations {
         let head = if quiet {
             None
         } else {
-            Some(head_rules(&self.bounded.head, event, data)?)
+            Some(head_rules(&self.bounded.head, event, turn, step, data)?)
         };
         if let Some(head) = head.filter(|head| *head != self.bounded.head) {
             let mut next = self.bounded.clone();
@@ -466,12 +497,12 @@ impl Relations {
             bounded = Some(next);
         }
         if !is_handled {
-            change.bounded = bounded;
+            change.bounded = bounded.map(Box::new);
             return Ok(change);
         }
         let view = projected(&event.event_type);
         // P12
-        if !data.is_object() {
+        if !object {
             return Err(refuse(
                 Rule::DataNotJsonObject,
                 format!("{view} {seq} data must be a JSON object"),
@@ -489,8 +520,6 @@ impl Relations {
                 format!("{tag} crosses an open compaction"),
             ));
         }
-        let turn = field(data, "turn");
-        let step = field(data, "step");
         let open_step_matches = |b: &Bounded| match (b.open_turn, b.open_step) {
             (Some(t), Some(s)) => is_int(turn, t) && is_int(step, s),
             _ => false,
@@ -579,28 +608,23 @@ impl Relations {
                         "assistant/message does not match an open turn and step",
                     ));
                 }
-                let blocks = data
-                    .get("message")
-                    .and_then(|message| message.get("content"))
-                    .and_then(Value::as_array);
-                for block in blocks.into_iter().flatten() {
-                    if block.get("type").and_then(Value::as_str) != Some("tool-call") {
-                        continue;
-                    }
-                    let id = block.get("id").cloned().unwrap_or(Value::Null);
-                    if b.calls.iter().any(|call| same(Some(&call.id), Some(&id))) {
+                for block in &message.calls {
+                    if b.calls
+                        .iter()
+                        .any(|call| same(Some(&call.id), Some(&block.id)))
+                    {
                         return Err(refuse(
                             Rule::AssistantRepeatsCall,
                             format!(
                                 "assistant/message repeats advertised tool call {}",
-                                js_text(Some(&id))
+                                js_text(Some(&block.id))
                             ),
                         ));
                     }
                     b.to_mut().calls.push(Call {
-                        id,
-                        name: block.get("name").cloned(),
-                        arguments: block.get("arguments").cloned(),
+                        id: block.id.clone(),
+                        name: block.name.clone(),
+                        arguments: block.arguments.clone(),
                         started: false,
                     });
                 }
@@ -660,10 +684,7 @@ impl Relations {
                             "tool/result does not match an open turn and step",
                         ));
                     }
-                    let call_id = data
-                        .get("message")
-                        .and_then(|message| message.get("source"))
-                        .and_then(|source| source.get("callId"));
+                    let call_id = message.source.call_id.as_ref();
                     let Some(index) = b
                         .calls
                         .iter()
@@ -768,8 +789,8 @@ impl Relations {
                         });
                     }
                 }
-                change.retry_id = Some(key(retry_id));
-                change.scheduled = Some((
+                change.growth().retry_id = Some(key(retry_id));
+                change.growth().scheduled = Some((
                     (key(retry_id), expected),
                     Scheduled {
                         turn: turn.cloned(),
@@ -804,7 +825,7 @@ impl Relations {
                         "llm/retry-started repeats one scheduled attempt",
                     ));
                 }
-                change.scheduled = Some((
+                change.growth().scheduled = Some((
                     (key(field(data, "retryId")), retry),
                     Scheduled {
                         started: true,
@@ -854,7 +875,7 @@ impl Relations {
                             "tool/code-dispatch-start repeats subCallId",
                         ));
                     }
-                    change.ptc_start = Some((
+                    change.growth().ptc_start = Some((
                         sub.clone(),
                         PtcStart {
                             root: root_value.cloned(),
@@ -886,7 +907,7 @@ impl Relations {
                             "tool/code-dispatch does not match its start",
                         ));
                     }
-                    change.ptc_start = Some((
+                    change.growth().ptc_start = Some((
                         sub.clone(),
                         PtcStart {
                             settled: true,
@@ -895,7 +916,7 @@ impl Relations {
                     ));
                 }
                 if !self.growing.ptc_roots.contains_key(&sub) {
-                    change.ptc_root = Some((sub, root));
+                    change.growth().ptc_root = Some((sub, root));
                 }
             }
             "command/run" => {
@@ -906,8 +927,8 @@ impl Relations {
                         format!("command/run repeats commandId {}", js_text(id)),
                     ));
                 }
-                change.command_id = Some(key(id));
-                change.command_seq = Some(seq);
+                change.growth().command_id = Some(key(id));
+                change.growth().command_seq = Some(seq);
             }
             "command/done" => {
                 let id = field(data, "commandId");
@@ -928,7 +949,7 @@ impl Relations {
                         ));
                     }
                 }
-                change.command_seq = Some(seq);
+                change.growth().command_seq = Some(seq);
             }
             "session/title" | "session/title-llm-request" => {
                 let seqs = field(data, "messageSeqs").and_then(Value::as_array);
@@ -1085,36 +1106,19 @@ impl Relations {
                 }
             }
             "user/message" => {
-                let message = if event.event_type == EventType::SystemMessage {
-                    data.get("message")
-                } else {
-                    Some(data)
-                };
-                let source = message.and_then(|message| message.get("source"));
-                let kind = source
-                    .and_then(|source| source.get("kind"))
-                    .and_then(Value::as_str);
+                let source = &message.source;
                 // A system message projects to a plugin-source user message.
-                let kind = if event.event_type == EventType::SystemMessage {
-                    Some("plugin")
-                } else {
-                    kind
-                };
-                let checkpoint = kind == Some("plugin")
-                    && source
-                        .and_then(|source| source.get("plugin"))
-                        .and_then(Value::as_str)
-                        == Some("compact")
+                let system = event.event_type == EventType::SystemMessage;
+                let checkpoint = (system || source.plugin)
+                    && source.compact
                     && matches!(event.surface_op(), Some(SurfaceOp::Replace(_)));
                 if checkpoint {
                     let matches = b.compaction.as_ref().is_some_and(|open| {
-                        same(
-                            open.compaction_id.as_ref(),
-                            source.and_then(|source| source.get("compactionId")),
-                        ) && same(
-                            open.source_command_id.as_ref(),
-                            source.and_then(|source| source.get("sourceCommandId")),
-                        )
+                        same(open.compaction_id.as_ref(), source.compaction_id.as_ref())
+                            && same(
+                                open.source_command_id.as_ref(),
+                                source.source_command_id.as_ref(),
+                            )
                     });
                     if !matches {
                         return Err(refuse(
@@ -1123,14 +1127,14 @@ impl Relations {
                         ));
                     }
                 }
-                if kind == Some("user") && event.event_type == EventType::UserMessage {
-                    change.human_user = Some(seq);
+                if source.user && !system {
+                    change.growth().human_user = Some(seq);
                 }
             }
             _ => {}
         }
         if let std::borrow::Cow::Owned(changed) = b {
-            change.bounded = Some(changed);
+            change.bounded = Some(Box::new(changed));
         }
         Ok(change)
     }
@@ -1173,19 +1177,34 @@ pub(crate) fn head_rules_of(head: &Head, event: &Event) -> Result<Head, AcceptEr
         "step/start" | "system/message" | "compaction/summary" | "compaction/prune"
     );
     if reads {
-        head_rules(head, event, &event.data_uncached())
+        let data = event.data_uncached();
+        head_rules(
+            head,
+            event,
+            field(&data, "turn"),
+            field(&data, "step"),
+            &data,
+        )
     } else {
-        head_rules(head, event, &Value::Null)
+        head_rules(head, event, None, None, &Value::Null)
     }
 }
 
-/// S9–S13 on one event: the head state after it.
-fn head_rules(head: &Head, event: &Event, data: &Value) -> Result<Head, AcceptError> {
+/// S9–S13 on one event: the head state after it. `turn` and `step` are the payload's (read
+/// for `step/start` and `system/message`), `data` the payload (read for the compaction
+/// types).
+fn head_rules(
+    head: &Head,
+    event: &Event,
+    turn: Option<&Value>,
+    step: Option<&Value>,
+    data: &Value,
+) -> Result<Head, AcceptError> {
     let mut head = head.clone();
     let tag = event.event_type.as_str();
     match tag {
         "step/start" => {
-            head.open_step = Some((field(data, "turn").cloned(), field(data, "step").cloned()));
+            head.open_step = Some((turn.cloned(), step.cloned()));
             return Ok(head);
         }
         "step/end" | "turn/end" => {
@@ -1216,9 +1235,12 @@ fn head_rules(head: &Head, event: &Event, data: &Value) -> Result<Head, AcceptEr
     };
     let system = event.event_type == EventType::SystemMessage;
     if system {
-        let in_step = head.open_step.as_ref().is_some_and(|(turn, step)| {
-            same(turn.as_ref(), field(data, "turn")) && same(step.as_ref(), field(data, "step"))
-        });
+        let in_step = head
+            .open_step
+            .as_ref()
+            .is_some_and(|(open_turn, open_step)| {
+                same(open_turn.as_ref(), turn) && same(open_step.as_ref(), step)
+            });
         if !in_step {
             return Err(refuse(
                 Rule::SystemOutsideStep,
@@ -1761,249 +1783,4 @@ pub(crate) fn system_payload_rules<'n, N: crate::view::Node<'n>>(
         }
     }
     Ok(())
-}
-
-/// What the relational rules read of an event's payload, without building the rest: the
-/// payload itself when it is already parsed (appends), else a `Value` of the same shape holding
-/// only the fields the rules read, decoded in one pass that skips everything else (message
-/// texts, tool outputs, streams). A payload the narrow decoding refuses (a field of another
-/// type, a repeated key) is parsed whole, so the rules see exactly what they would.
-fn facts(event: &Event) -> std::borrow::Cow<'_, Value> {
-    use std::borrow::Cow;
-    if event.is_data_parsed() {
-        return Cow::Borrowed(event.data());
-    }
-    let text = event.data_json();
-    let narrow = match event.event_type {
-        EventType::AssistantMessage => narrow::<narrow::Assistant>(text),
-        EventType::ToolResult => narrow::<narrow::ToolResult>(text),
-        EventType::UserMessage => narrow::<narrow::UserMessage>(text),
-        EventType::SystemMessage => narrow::<narrow::SystemMessage>(text),
-        EventType::AssistantAttempt => narrow::<narrow::Settlement>(text),
-        _ if !handled_by_rules(event.event_type.as_str()) => {
-            // P12 only: whether `data` is an object.
-            let object = text.trim_start().starts_with('{');
-            Some(if object {
-                Value::Object(serde_json::Map::new())
-            } else {
-                Value::Null
-            })
-        }
-        _ => None,
-    };
-    match narrow {
-        Some(value) => Cow::Owned(value),
-        None => event.data_uncached(),
-    }
-}
-
-/// Types with a relational rule of their own (others are read for P12 only).
-fn handled_by_rules(tag: &str) -> bool {
-    matches!(
-        tag,
-        "turn/start"
-            | "turn/end"
-            | "step/start"
-            | "step/end"
-            | "tool/call"
-            | "request/header"
-            | "request/context"
-            | "llm/retry"
-            | "llm/retry-started"
-            | "tool/ptc-dispatch-start"
-            | "tool/ptc-dispatch"
-            | "command/run"
-            | "command/done"
-            | "session/title"
-            | "session/title-llm-request"
-            | "compaction/start"
-            | "compaction/summary"
-            | "compaction/end"
-            | "compaction/prune"
-            | "session/end-seed"
-            | "session-log-deepseek/delivery-accepted"
-    )
-}
-
-fn narrow<T: serde::de::DeserializeOwned + Into<Value>>(text: &str) -> Option<Value> {
-    serde_json::from_str::<T>(text).ok().map(Into::into)
-}
-
-/// The narrow payload shapes [`facts`] decodes (unknown fields are skipped unread).
-mod narrow {
-    use serde::Deserialize;
-    use serde_json::{Map, Value};
-
-    /// A present field, `null` included (serde's `Option` would read `null` as absent).
-    fn present<'de, D: serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Option<Value>, D::Error> {
-        Value::deserialize(deserializer).map(Some)
-    }
-
-    fn put(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
-        if let Some(value) = value {
-            map.insert(key.to_owned(), value);
-        }
-    }
-
-    #[derive(Deserialize)]
-    pub(super) struct Settlement {
-        #[serde(default, deserialize_with = "present")]
-        turn: Option<Value>,
-        #[serde(default, deserialize_with = "present")]
-        step: Option<Value>,
-    }
-
-    impl From<Settlement> for Value {
-        fn from(facts: Settlement) -> Value {
-            let mut map = Map::new();
-            put(&mut map, "turn", facts.turn);
-            put(&mut map, "step", facts.step);
-            Value::Object(map)
-        }
-    }
-
-    #[derive(Deserialize)]
-    pub(super) struct Block {
-        #[serde(rename = "type")]
-        #[serde(default, deserialize_with = "present")]
-        kind: Option<Value>,
-        #[serde(default, deserialize_with = "present")]
-        id: Option<Value>,
-        #[serde(default, deserialize_with = "present")]
-        name: Option<Value>,
-        #[serde(default, deserialize_with = "present")]
-        arguments: Option<Value>,
-    }
-
-    #[derive(Deserialize)]
-    pub(super) struct AssistantMessageBody {
-        content: Option<Vec<Block>>,
-    }
-
-    #[derive(Deserialize)]
-    pub(super) struct Assistant {
-        #[serde(default, deserialize_with = "present")]
-        turn: Option<Value>,
-        #[serde(default, deserialize_with = "present")]
-        step: Option<Value>,
-        message: Option<AssistantMessageBody>,
-    }
-
-    impl From<Assistant> for Value {
-        fn from(facts: Assistant) -> Value {
-            let mut map = Map::new();
-            put(&mut map, "turn", facts.turn);
-            put(&mut map, "step", facts.step);
-            if let Some(message) = facts.message {
-                let mut body = Map::new();
-                if let Some(content) = message.content {
-                    let blocks = content
-                        .into_iter()
-                        .map(|block| {
-                            let mut entry = Map::new();
-                            put(&mut entry, "type", block.kind);
-                            put(&mut entry, "id", block.id);
-                            put(&mut entry, "name", block.name);
-                            put(&mut entry, "arguments", block.arguments);
-                            Value::Object(entry)
-                        })
-                        .collect();
-                    body.insert("content".into(), Value::Array(blocks));
-                }
-                map.insert("message".into(), Value::Object(body));
-            }
-            Value::Object(map)
-        }
-    }
-
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    pub(super) struct Source {
-        #[serde(default, deserialize_with = "present")]
-        kind: Option<Value>,
-        #[serde(default, deserialize_with = "present")]
-        plugin: Option<Value>,
-        #[serde(default, deserialize_with = "present")]
-        call_id: Option<Value>,
-        #[serde(default, deserialize_with = "present")]
-        compaction_id: Option<Value>,
-        #[serde(default, deserialize_with = "present")]
-        source_command_id: Option<Value>,
-    }
-
-    impl From<Source> for Value {
-        fn from(source: Source) -> Value {
-            let mut map = Map::new();
-            put(&mut map, "kind", source.kind);
-            put(&mut map, "plugin", source.plugin);
-            put(&mut map, "callId", source.call_id);
-            put(&mut map, "compactionId", source.compaction_id);
-            put(&mut map, "sourceCommandId", source.source_command_id);
-            Value::Object(map)
-        }
-    }
-
-    #[derive(Deserialize)]
-    pub(super) struct WithSource {
-        source: Option<Source>,
-    }
-
-    fn with_source(message: WithSource) -> Value {
-        let mut map = Map::new();
-        put(&mut map, "source", message.source.map(Value::from));
-        Value::Object(map)
-    }
-
-    #[derive(Deserialize)]
-    pub(super) struct ToolResult {
-        #[serde(default, deserialize_with = "present")]
-        turn: Option<Value>,
-        #[serde(default, deserialize_with = "present")]
-        step: Option<Value>,
-        message: Option<WithSource>,
-    }
-
-    impl From<ToolResult> for Value {
-        fn from(facts: ToolResult) -> Value {
-            let mut map = Map::new();
-            put(&mut map, "turn", facts.turn);
-            put(&mut map, "step", facts.step);
-            put(&mut map, "message", facts.message.map(with_source));
-            Value::Object(map)
-        }
-    }
-
-    #[derive(Deserialize)]
-    pub(super) struct SystemMessage {
-        #[serde(default, deserialize_with = "present")]
-        turn: Option<Value>,
-        #[serde(default, deserialize_with = "present")]
-        step: Option<Value>,
-        message: Option<WithSource>,
-    }
-
-    impl From<SystemMessage> for Value {
-        fn from(facts: SystemMessage) -> Value {
-            let mut map = Map::new();
-            put(&mut map, "turn", facts.turn);
-            put(&mut map, "step", facts.step);
-            put(&mut map, "message", facts.message.map(with_source));
-            Value::Object(map)
-        }
-    }
-
-    #[derive(Deserialize)]
-    pub(super) struct UserMessage {
-        source: Option<Source>,
-    }
-
-    impl From<UserMessage> for Value {
-        fn from(facts: UserMessage) -> Value {
-            with_source(WithSource {
-                source: facts.source,
-            })
-        }
-    }
 }

@@ -12,13 +12,15 @@ use crate::common::{
 fn an_oversized_result_is_rewritten_in_place_with_an_audit_event() {
     let mut session = fresh_session("prune", 100_000);
     append_prompt(&mut session, "u-1", "read it");
-    append_step(&mut session, 1, 2, &["big", "small"], 2, 0);
-    // Replace the bodies: one 20,000-character failed result with meta, one small.
+    // "small" is answered by the step; "big" gets its one result below (a second result
+    // for a settled call has no lifecycle, R14).
+    append_step(&mut session, 1, 2, &["small", "big"], 1, 0);
+    // One 20,000-character failed result with meta beside the small one.
     let time = last_time(&session);
     let call = session
         .events()
         .iter()
-        .find(|e| e.event_type().as_str() == "tool/call")
+        .find(|e| e.event_type().as_str() == "tool/call" && e.data()["callId"] == "big")
         .unwrap()
         .seq();
     let body: String = (0..20_000)

@@ -1,0 +1,551 @@
+//! What the relational and head rules read of an event's payload, without building the rest.
+//!
+//! A stored event holds its payload as text. The message types (`user/message`,
+//! `system/message`, `assistant/message`, `tool/result`, `assistant/attempt`: nine in ten
+//! events of a conversation) carry the long texts, and the rules read a few scalars of them:
+//! [`Message`] holds those in plain fields, decoded in one pass that skips everything else and
+//! builds no JSON tree (a tree per event was most of what the rules cost a restore). The other
+//! types have small payloads, which [`payload`] parses whole.
+//!
+//! Invariant: for any payload text, [`Message::read`] equals [`Message::from_value`] of the
+//! payload parsed whole. The decoding reads every JSON shape as the tree lookups do (a field
+//! of another type reads as absent, a repeated key's last value wins, an array is not an
+//! object); a text it cannot decode is parsed whole.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{
+    self, Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
+};
+use serde_json::Value;
+
+use crate::event::{Event, EventType};
+
+/// The `source` of a message (`data.source` of a `user/message`, `data.message.source` of
+/// the others), as the rules read it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct Source {
+    /// `kind` is the string `"user"`.
+    pub user: bool,
+    /// `kind` is the string `"plugin"`.
+    pub plugin: bool,
+    /// `plugin` is the string `"compact"`.
+    pub compact: bool,
+    /// `callId`, when present.
+    pub call_id: Option<Value>,
+    /// `compactionId`, when present.
+    pub compaction_id: Option<Value>,
+    /// `sourceCommandId`, when present.
+    pub source_command_id: Option<Value>,
+}
+
+/// One `tool-call` block of an assistant message's `message.content`.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Block {
+    /// `id` (`null` when absent, as the rules compare it).
+    pub id: Value,
+    /// `name`, when present.
+    pub name: Option<Value>,
+    /// `arguments`, when present.
+    pub arguments: Option<Value>,
+}
+
+/// What the rules read of a message payload.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct Message {
+    /// The payload is a JSON object (P12).
+    pub object: bool,
+    /// `turn`, when present (`null` included).
+    pub turn: Option<Value>,
+    /// `step`, when present (`null` included).
+    pub step: Option<Value>,
+    /// The message's source (user, system and tool messages).
+    pub source: Source,
+    /// The `tool-call` blocks, in order (assistant messages).
+    pub calls: Vec<Block>,
+}
+
+/// The types [`Message`] describes.
+#[cfg(test)]
+const TYPES: [EventType; 5] = [
+    EventType::UserMessage,
+    EventType::SystemMessage,
+    EventType::AssistantMessage,
+    EventType::ToolResult,
+    EventType::AssistantAttempt,
+];
+
+/// Whether `event_type` is one of the types [`Message`] describes.
+pub(super) fn is_message(event_type: &EventType) -> bool {
+    matches!(
+        event_type,
+        EventType::UserMessage
+            | EventType::SystemMessage
+            | EventType::AssistantMessage
+            | EventType::ToolResult
+            | EventType::AssistantAttempt
+    )
+}
+
+/// Which parts of a payload a type's rules read.
+#[derive(Clone, Copy, PartialEq)]
+enum Shape {
+    /// `source` at the top (`user/message`).
+    TopSource,
+    /// `turn`, `step` and `message.source` (`system/message`, `tool/result`).
+    MessageSource,
+    /// `turn`, `step` and the `tool-call` blocks of `message.content`.
+    Calls,
+    /// `turn` and `step` (`assistant/attempt`).
+    Settlement,
+}
+
+fn shape(event_type: &EventType) -> Shape {
+    match event_type {
+        EventType::UserMessage => Shape::TopSource,
+        EventType::SystemMessage | EventType::ToolResult => Shape::MessageSource,
+        EventType::AssistantMessage => Shape::Calls,
+        _ => Shape::Settlement,
+    }
+}
+
+impl Message {
+    /// The facts of `event`'s payload: read from the tree when it is parsed (appends), else
+    /// decoded from the text.
+    pub(super) fn read(event: &Event) -> Message {
+        if event.is_data_parsed() {
+            return Message::from_value(&event.event_type, event.data());
+        }
+        Message::decode(&event.event_type, event.data_json())
+            .unwrap_or_else(|| Message::from_value(&event.event_type, &event.data_uncached()))
+    }
+
+    /// The facts of a payload text of an object, in one pass; `None` for any other text.
+    fn decode(event_type: &EventType, text: &str) -> Option<Message> {
+        if !text.trim_start().starts_with('{') {
+            return None;
+        }
+        let mut deserializer = serde_json::Deserializer::from_str(text);
+        let facts = TopSeed(shape(event_type))
+            .deserialize(&mut deserializer)
+            .ok()?;
+        deserializer.end().ok()?;
+        Some(facts)
+    }
+
+    /// The facts of a parsed payload, by tree lookups (the reference [`Message::read`] agrees
+    /// with).
+    pub(super) fn from_value(event_type: &EventType, data: &Value) -> Message {
+        let shape = shape(event_type);
+        let mut facts = Message {
+            object: data.is_object(),
+            ..Message::default()
+        };
+        if shape != Shape::TopSource {
+            facts.turn = data.get("turn").cloned();
+            facts.step = data.get("step").cloned();
+        }
+        match shape {
+            Shape::TopSource => facts.source = Source::from_value(data.get("source")),
+            Shape::MessageSource => {
+                let source = data
+                    .get("message")
+                    .and_then(|message| message.get("source"));
+                facts.source = Source::from_value(source);
+            }
+            Shape::Calls => {
+                let blocks = data
+                    .get("message")
+                    .and_then(|message| message.get("content"))
+                    .and_then(Value::as_array);
+                facts.calls = blocks
+                    .into_iter()
+                    .flatten()
+                    .filter(|block| block.get("type").and_then(Value::as_str) == Some("tool-call"))
+                    .map(|block| Block {
+                        id: block.get("id").cloned().unwrap_or(Value::Null),
+                        name: block.get("name").cloned(),
+                        arguments: block.get("arguments").cloned(),
+                    })
+                    .collect();
+            }
+            Shape::Settlement => {}
+        }
+        facts
+    }
+}
+
+impl Source {
+    fn from_value(source: Option<&Value>) -> Source {
+        let Some(source) = source else {
+            return Source::default();
+        };
+        let text = |key: &str| source.get(key).and_then(Value::as_str);
+        Source {
+            user: text("kind") == Some("user"),
+            plugin: text("kind") == Some("plugin"),
+            compact: text("plugin") == Some("compact"),
+            call_id: source.get("callId").cloned(),
+            compaction_id: source.get("compactionId").cloned(),
+            source_command_id: source.get("sourceCommandId").cloned(),
+        }
+    }
+}
+
+/// The payload of a non-message event, as the rules read it: parsed whole, except for the
+/// types no relational rule reads, whose only rule (P12) asks whether it is an object.
+pub(super) fn payload(event: &Event) -> Cow<'_, Value> {
+    if event.is_data_parsed() || handled_by_rules(event.event_type.as_str()) {
+        return event.data_uncached();
+    }
+    let object = event.data_json().trim_start().starts_with('{');
+    Cow::Owned(if object {
+        Value::Object(serde_json::Map::new())
+    } else {
+        Value::Null
+    })
+}
+
+/// Types with a relational rule of their own (others are read for P12 only).
+fn handled_by_rules(tag: &str) -> bool {
+    matches!(
+        tag,
+        "turn/start"
+            | "turn/end"
+            | "step/start"
+            | "step/end"
+            | "tool/call"
+            | "request/header"
+            | "request/context"
+            | "llm/retry"
+            | "llm/retry-started"
+            | "tool/ptc-dispatch-start"
+            | "tool/ptc-dispatch"
+            | "command/run"
+            | "command/done"
+            | "session/title"
+            | "session/title-llm-request"
+            | "compaction/start"
+            | "compaction/summary"
+            | "compaction/end"
+            | "compaction/prune"
+            | "session/end-seed"
+            | "session-log-deepseek/delivery-accepted"
+    )
+}
+
+// The decoders below read any JSON value: a value of a shape a lookup would not find
+// (a number where an object belongs) reads as absent, as `Value::get` finds nothing in it.
+// (Under serde_json's `arbitrary_precision` a number arrives as a one-key map, which reads as
+// an object without the keys looked for, so it too reads as absent.)
+
+/// Decodes the top-level object of a payload of one shape.
+struct TopSeed(Shape);
+
+impl<'de> DeserializeSeed<'de> for TopSeed {
+    type Value = Message;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Message, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TopSeed {
+    type Value = Message;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("a payload object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Message, A::Error> {
+        let mut facts = Message {
+            object: true,
+            ..Message::default()
+        };
+        let reads_settlement = self.0 != Shape::TopSource;
+        while let Some(key) = map.next_key::<Field>()? {
+            match (key, self.0) {
+                (Field::Turn, _) if reads_settlement => facts.turn = Some(map.next_value()?),
+                (Field::Step, _) if reads_settlement => facts.step = Some(map.next_value()?),
+                (Field::Source, Shape::TopSource) => {
+                    facts.source = map.next_value::<AnySource>()?.0;
+                }
+                (Field::Message, Shape::MessageSource) => {
+                    facts.source = map.next_value::<MessageSource>()?.0;
+                }
+                (Field::Message, Shape::Calls) => {
+                    facts.calls = map.next_value::<MessageCalls>()?.0;
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(facts)
+    }
+}
+
+/// Implements a visitor that reads any value, the non-object ones as `Default`.
+macro_rules! any_value {
+    ($visitor:ident, $what:literal) => {
+        impl<'de> Deserialize<'de> for $visitor {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                deserializer.deserialize_any(AnyVisitor::<$visitor>(std::marker::PhantomData))
+            }
+        }
+
+        impl<'de> Visitor<'de> for AnyVisitor<$visitor> {
+            type Value = $visitor;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                formatter.write_str($what)
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<$visitor, A::Error> {
+                $visitor::read_map(map)
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<$visitor, A::Error> {
+                $visitor::read_seq(seq)
+            }
+
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<$visitor, E> {
+                Ok($visitor::default())
+            }
+
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<$visitor, E> {
+                Ok($visitor::default())
+            }
+
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<$visitor, E> {
+                Ok($visitor::default())
+            }
+
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<$visitor, E> {
+                Ok($visitor::default())
+            }
+
+            fn visit_str<E: de::Error>(self, value: &str) -> Result<$visitor, E> {
+                Ok($visitor::from_str(value))
+            }
+
+            fn visit_unit<E: de::Error>(self) -> Result<$visitor, E> {
+                Ok($visitor::default())
+            }
+        }
+    };
+}
+
+struct AnyVisitor<T>(std::marker::PhantomData<T>);
+
+/// The parts of one decoded value: what a map, a sequence or a string reads as.
+trait Read: Default + Sized {
+    fn read_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<Self, A::Error> {
+        while map.next_key::<IgnoredAny>()?.is_some() {
+            map.next_value::<IgnoredAny>()?;
+        }
+        Ok(Self::default())
+    }
+
+    fn read_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Self, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Self::default())
+    }
+
+    fn from_str(_: &str) -> Self {
+        Self::default()
+    }
+}
+
+/// A string value compared with the texts the rules look for.
+#[derive(Default, PartialEq)]
+enum Text {
+    User,
+    Plugin,
+    Compact,
+    ToolCall,
+    #[default]
+    Other,
+}
+
+impl Read for Text {
+    fn from_str(value: &str) -> Text {
+        match value {
+            "user" => Text::User,
+            "plugin" => Text::Plugin,
+            "compact" => Text::Compact,
+            "tool-call" => Text::ToolCall,
+            _ => Text::Other,
+        }
+    }
+}
+any_value!(Text, "a string");
+
+/// An object key the rules read, compared without copying it.
+#[derive(Clone, Copy, PartialEq)]
+enum Field {
+    Turn,
+    Step,
+    Message,
+    Source,
+    Kind,
+    Plugin,
+    CallId,
+    CompactionId,
+    SourceCommandId,
+    Content,
+    Type,
+    Id,
+    Name,
+    Arguments,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Field {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Field, D::Error> {
+        deserializer.deserialize_str(FieldVisitor)
+    }
+}
+
+struct FieldVisitor;
+
+impl Visitor<'_> for FieldVisitor {
+    type Value = Field;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("an object key")
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<Field, E> {
+        Ok(match key {
+            "turn" => Field::Turn,
+            "step" => Field::Step,
+            "message" => Field::Message,
+            "source" => Field::Source,
+            "kind" => Field::Kind,
+            "plugin" => Field::Plugin,
+            "callId" => Field::CallId,
+            "compactionId" => Field::CompactionId,
+            "sourceCommandId" => Field::SourceCommandId,
+            "content" => Field::Content,
+            "type" => Field::Type,
+            "id" => Field::Id,
+            "name" => Field::Name,
+            "arguments" => Field::Arguments,
+            _ => Field::Other,
+        })
+    }
+}
+
+/// A `source` object.
+#[derive(Default)]
+struct AnySource(Source);
+
+impl Read for AnySource {
+    fn read_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<AnySource, A::Error> {
+        let mut source = Source::default();
+        while let Some(key) = map.next_key::<Field>()? {
+            match key {
+                Field::Kind => {
+                    let kind = map.next_value::<Text>()?;
+                    source.user = kind == Text::User;
+                    source.plugin = kind == Text::Plugin;
+                }
+                Field::Plugin => source.compact = map.next_value::<Text>()? == Text::Compact,
+                Field::CallId => source.call_id = Some(map.next_value()?),
+                Field::CompactionId => source.compaction_id = Some(map.next_value()?),
+                Field::SourceCommandId => source.source_command_id = Some(map.next_value()?),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(AnySource(source))
+    }
+}
+any_value!(AnySource, "a source object");
+
+/// A `message` object read for its `source`.
+#[derive(Default)]
+struct MessageSource(Source);
+
+impl Read for MessageSource {
+    fn read_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<MessageSource, A::Error> {
+        let mut source = Source::default();
+        while let Some(key) = map.next_key::<Field>()? {
+            if key == Field::Source {
+                source = map.next_value::<AnySource>()?.0;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(MessageSource(source))
+    }
+}
+any_value!(MessageSource, "a message object");
+
+/// A `message` object read for the `tool-call` blocks of its `content`.
+#[derive(Default)]
+struct MessageCalls(Vec<Block>);
+
+impl Read for MessageCalls {
+    fn read_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<MessageCalls, A::Error> {
+        let mut calls = Vec::new();
+        while let Some(key) = map.next_key::<Field>()? {
+            if key == Field::Content {
+                calls = map.next_value::<Content>()?.0;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(MessageCalls(calls))
+    }
+}
+any_value!(MessageCalls, "a message object");
+
+/// A `content` array: its `tool-call` blocks.
+#[derive(Default)]
+struct Content(Vec<Block>);
+
+impl Read for Content {
+    fn read_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<Content, A::Error> {
+        let mut calls = Vec::new();
+        while let Some(block) = seq.next_element::<AnyBlock>()? {
+            calls.extend(block.0);
+        }
+        Ok(Content(calls))
+    }
+}
+any_value!(Content, "a content array");
+
+/// One content block: `Some` for a `tool-call` block.
+#[derive(Default)]
+struct AnyBlock(Option<Block>);
+
+impl Read for AnyBlock {
+    fn read_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<AnyBlock, A::Error> {
+        let mut call = false;
+        let mut block = Block {
+            id: Value::Null,
+            name: None,
+            arguments: None,
+        };
+        while let Some(key) = map.next_key::<Field>()? {
+            match key {
+                Field::Type => call = map.next_value::<Text>()? == Text::ToolCall,
+                Field::Id => block.id = map.next_value()?,
+                Field::Name => block.name = Some(map.next_value()?),
+                Field::Arguments => block.arguments = Some(map.next_value()?),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(AnyBlock(call.then_some(block)))
+    }
+}
+any_value!(AnyBlock, "a content block");
+
+#[cfg(test)]
+mod tests;

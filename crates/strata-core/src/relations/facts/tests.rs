@@ -1,0 +1,116 @@
+//! The one-pass decoding agrees with the tree lookups on every payload (the module's
+//! invariant), including shapes the event-local rules would refuse.
+
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+use super::{Message, TYPES};
+
+/// Keys and strings the rules look for, so generated payloads hit every branch.
+const KEYS: &[&str] = &[
+    "turn",
+    "step",
+    "message",
+    "source",
+    "kind",
+    "plugin",
+    "callId",
+    "compactionId",
+    "sourceCommandId",
+    "content",
+    "type",
+    "id",
+    "name",
+    "arguments",
+    "text",
+];
+const TEXTS: &[&str] = &[
+    "user",
+    "plugin",
+    "compact",
+    "tool-call",
+    "model",
+    "c1",
+    "é\"\\",
+];
+
+fn value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        (0_u64..4).prop_map(|n| json!(n)),
+        Just(json!(-1.5)),
+        prop::sample::select(TEXTS).prop_map(|text| json!(text)),
+    ];
+    leaf.prop_recursive(5, 48, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::vec((prop::sample::select(KEYS), inner), 0..6).prop_map(|pairs| {
+                Value::Object(
+                    pairs
+                        .into_iter()
+                        .map(|(key, value)| (key.to_owned(), value))
+                        .collect(),
+                )
+            }),
+        ]
+    })
+}
+
+fn check(text: &str) {
+    let Ok(parsed) = serde_json::from_str::<Value>(text) else {
+        return;
+    };
+    for event_type in &TYPES {
+        let decoded = Message::decode(event_type, text);
+        let looked_up = Message::from_value(event_type, &parsed);
+        match decoded {
+            Some(decoded) => assert_eq!(decoded, looked_up, "{event_type:?}: {text}"),
+            None => assert!(!parsed.is_object(), "{event_type:?} not decoded: {text}"),
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn decoding_agrees_with_lookups(payload in value()) {
+        check(&payload.to_string());
+    }
+}
+
+#[test]
+fn shapes_a_lookup_does_not_find_read_as_absent() {
+    for text in [
+        r#"{"source":["user"]}"#,
+        r#"{"source":{"kind":["user"]}}"#,
+        r#"{"source":5}"#,
+        r#"{"source":{"kind":5,"plugin":{"a":1}}}"#,
+        r#"{"message":[{"source":{"kind":"plugin"}}]}"#,
+        r#"{"message":{"content":{"type":"tool-call","id":"c1"}}}"#,
+        r#"{"message":{"content":[["tool-call"],{"type":"tool-call"},7]}}"#,
+        r#"{"turn":null,"step":1e400}"#,
+        r#"[{"turn":1}]"#,
+        r#"{}"#,
+    ] {
+        check(text);
+    }
+}
+
+#[test]
+fn a_repeated_key_reads_its_last_value() {
+    for text in [
+        r#"{"source":{"kind":"plugin"},"source":{"kind":"user"}}"#,
+        r#"{"turn":1,"turn":2,"message":{"content":[]},"message":{"content":[{"type":"tool-call","id":"a"}]}}"#,
+        r#"{"message":{"source":{"callId":"a","callId":"b"}}}"#,
+        r#"{"message":{"content":[{"type":"tool-call","id":"a","type":"text"}]}}"#,
+    ] {
+        check(text);
+    }
+    let facts = Message::decode(
+        &crate::event::EventType::UserMessage,
+        r#"{"source":{"kind":"plugin"},"source":{"kind":"user"}}"#,
+    );
+    assert!(facts.is_some_and(|facts| facts.source.user));
+}
