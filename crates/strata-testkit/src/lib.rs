@@ -84,8 +84,9 @@ impl From<Config> for Passes {
             fixed.rng_seed = RngSeed::Fixed(FIXED_SEED);
         }
         if fixed.failure_persistence.is_none() {
-            fixed.failure_persistence =
-                Some(Box::new(FileFailurePersistence::SourceParallel(REGRESSIONS)));
+            fixed.failure_persistence = Some(Box::new(FileFailurePersistence::SourceParallel(
+                REGRESSIONS,
+            )));
         }
         Passes {
             fresh_cases: fixed.cases,

@@ -2,7 +2,6 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use proptest::prelude::*;
-use proptest::test_runner::FailurePersistence;
 
 use super::*;
 
@@ -72,7 +71,10 @@ fn a_fixed_pass_failure_says_any_run_reproduces_it() {
             });
         })
     });
-    assert!(message.contains("fixed-seed pass failed (seed 0x5eedc0de"), "{message}");
+    assert!(
+        message.contains("fixed-seed pass failed (seed 0x5eedc0de"),
+        "{message}"
+    );
     assert!(
         message.contains("cargo test -p strata-testkit --lib tests::a_fixed_pass_failure"),
         "{message}"
@@ -97,8 +99,13 @@ fn the_fixed_pass_is_the_config_as_given_and_comes_first() {
     // Persistence is turned on in both passes, where the site had it off.
     let source_parallel = FileFailurePersistence::SourceParallel(REGRESSIONS);
     for config in [&fixed, &fresh] {
-        let persistence = config.failure_persistence.as_ref().expect("persistence is on");
-        let file = persistence.as_any().downcast_ref::<FileFailurePersistence>();
+        let persistence = config
+            .failure_persistence
+            .as_ref()
+            .expect("persistence is on");
+        let file = persistence
+            .as_any()
+            .downcast_ref::<FileFailurePersistence>();
         assert_eq!(file, Some(&source_parallel), "{persistence:?}");
     }
     // A config that asks for a random seed gets the shared fixed one first; the fresh pass
@@ -216,7 +223,10 @@ fn the_seed_variable_reproduces_a_fresh_failure() {
     let command = "STRATA_PROPTEST_SEED=12345 cargo test -p strata-testkit --lib \
                    tests::child_fails_in_its_fresh_pass";
     assert!(first.contains(command), "{first}");
-    assert!(first.contains("fresh-seed pass failed (seed 12345"), "{first}");
+    assert!(
+        first.contains("fresh-seed pass failed (seed 12345"),
+        "{first}"
+    );
     // The variable is what seeds the fresh pass: the same value fails on the same case as
     // before, and as an in-process run of that seed's first case does; another value does not.
     let case = failing_input(&first).to_owned();
