@@ -249,10 +249,11 @@ pub fn run_seeded(site: &Site, passes: Passes, fresh_seed: u64, mut pass: impl F
     let fixed_cases = fixed.cases;
     if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| pass(fixed))) {
         panic!(
-            "{}\n\nproptest: the fixed-seed pass failed (seed {fixed_seed:#x}, {fixed_cases} \
-             cases, the same on every run), so any run reproduces it:\n    \
-             cargo test -p {} {} {}\nThe shrunk case is saved under {REGRESSIONS}/ beside the \
-             test's sources; commit it so every run replays it first.",
+            "{}\n\nproptest: the fixed-seed pass failed (the saved regressions, then seed \
+             {fixed_seed:#x}'s {fixed_cases} cases: the same on every run), so any run \
+             reproduces it:\n    \
+             cargo test -p {} {} {}\nThe shrunk case is saved under {REGRESSIONS}/ beside its \
+             source root; commit it so every run replays it first.",
             message(&*payload),
             site.package,
             site.target(),
@@ -264,7 +265,7 @@ pub fn run_seeded(site: &Site, passes: Passes, fresh_seed: u64, mut pass: impl F
         panic!(
             "{}\n\nproptest: the fresh-seed pass failed (seed {fresh_seed}, {fresh_cases} cases; \
              the fixed-seed pass before it passed). Reproduce it with:\n    {}\nThe shrunk case \
-             is saved under {REGRESSIONS}/ beside the test's sources; commit it so every run \
+             is saved under {REGRESSIONS}/ beside its source root; commit it so every run \
              replays it first.",
             message(&*payload),
             site.reproduce(fresh_seed),

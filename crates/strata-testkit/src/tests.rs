@@ -72,7 +72,7 @@ fn a_fixed_pass_failure_says_any_run_reproduces_it() {
         })
     });
     assert!(
-        message.contains("fixed-seed pass failed (seed 0x5eedc0de"),
+        message.contains("then seed 0x5eedc0de's 4 cases"),
         "{message}"
     );
     assert!(
