@@ -1625,7 +1625,7 @@ mod tool_content_tests {
     /// Significant bytes to edit a payload with.
     const EDITS: &[u8] = b"\"\\{}[],:0123456789.eE-tfnulcx ";
 
-    proptest! {
+    strata_testkit::proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
 
         /// Whatever two payloads the texts call equal but for the tool content, the trees do

@@ -662,7 +662,7 @@ mod double_tests {
         Some((value, scanner.pos))
     }
 
-    proptest! {
+    strata_testkit::proptest! {
         /// The integer shortcut reads what the grammar and the general parser read, whatever
         /// follows the digits (the next token, a fraction, an exponent) and however many
         /// digits and leading zeros there are.

@@ -121,7 +121,7 @@ fn assert_replays(session: &Session) {
     assert_eq!(messages(&replayed), messages(session));
 }
 
-proptest! {
+strata_testkit::proptest! {
     #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
 
     #[test]

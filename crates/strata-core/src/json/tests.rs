@@ -222,7 +222,7 @@ fn spell_units(units: &[u16], spelling: &[u8]) -> String {
     out
 }
 
-proptest::proptest! {
+strata_testkit::proptest! {
     /// Any JavaScript string, however its JSON text spells it, reads into a held string that
     /// spells the same units and writes back as `JSON.stringify` writes it.
     #[test]

@@ -80,7 +80,7 @@ fn a_view_projects_what_the_tree_projects() {
     );
 }
 
-proptest! {
+strata_testkit::proptest! {
     /// Near-valid payloads (a few byte edits of the edge cases, kept when still JSON).
     #[test]
     fn a_view_projects_what_the_tree_projects_after_edits(

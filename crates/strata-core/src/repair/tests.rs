@@ -24,7 +24,7 @@ fn scanned_from_the_start(events: &[Arc<Event>], cause: CloseCause) -> Closers {
     closers_of(bracket, scan, first_seq, time, cause)
 }
 
-proptest! {
+strata_testkit::proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
     /// Starting at the last turn boundary finds the closers a scan from seq 0 finds, wherever

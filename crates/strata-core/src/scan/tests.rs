@@ -194,7 +194,7 @@ fn escapes_and_numbers_the_scanner_does_claim() {
 /// Bytes that change a JSON row's meaning, for mutations.
 const SIGNIFICANT: &[u8] = b"\"\\{}[],: \t\n\x00\x1f\x7f0123456789.eE+-tfnulrd\xc3";
 
-proptest! {
+strata_testkit::proptest! {
     #![proptest_config(ProptestConfig::with_cases(3000))]
 
     /// Any edit of a real row: the scanner and serde agree on it (or the scanner declines).
@@ -309,7 +309,7 @@ fn held_string() -> impl Strategy<Value = String> {
         .prop_map(|pieces| pieces.concat())
 }
 
-proptest! {
+strata_testkit::proptest! {
     /// Rows whose ids, keys, kinds and texts hold lone surrogates and reserved code points: the
     /// scanner and serde agree, and a view answers every query as `json::parse`'s value does.
     #[test]

@@ -113,7 +113,7 @@ const COUNT_SPELLINGS: [&str; 8] = [
     "9007199254740993",
 ];
 
-proptest::proptest! {
+strata_testkit::proptest! {
     /// Usage is summed as the `Value` of each payload reads it (`as_u64`, a repeated key's
     /// last value in its first place), whatever the counts' spellings and repeats.
     #[test]
@@ -166,7 +166,7 @@ proptest::proptest! {
     }
 }
 
-proptest::proptest! {
+strata_testkit::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(32))]
 
     /// Replaying accepted events from their placements folds to what re-accepting them does:

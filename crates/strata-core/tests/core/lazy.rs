@@ -262,7 +262,7 @@ fn end_seed_row(seq: u64) -> Value {
 // identical to a full restore, then identical decisions for valid and invalid next events.
 #[test]
 fn lazy_resume_equals_full_restore_on_model_logs() {
-    proptest!(config(64), |(
+    strata_testkit::proptest!(config(64), |(
         script in script(40),
         cut in any::<usize>(),
         split in any::<usize>(),
@@ -328,7 +328,7 @@ fn synth_config() -> impl Strategy<Value = SynthConfig> {
 // resume again from that.
 #[test]
 fn lazy_resume_equals_full_restore_on_synthetic_sessions() {
-    proptest!(config(24), |(
+    strata_testkit::proptest!(config(24), |(
         config in synth_config(),
         cut in any::<usize>(),
         split in any::<usize>(),

@@ -401,10 +401,11 @@ fn scratch(rows: &[Value]) -> Vec<Value> {
     message_values(&scratch_messages(&fresh))
 }
 
+/// The fixed pass of these properties (strata-testkit then runs a fresh pass on a new seed).
+/// Failures are kept under `tests/proptest-regressions/` and replayed first.
 pub(crate) fn config(cases: u32) -> Config {
     Config {
         cases,
-        failure_persistence: None,
         rng_seed: RngSeed::Fixed(0x5eed_c0de),
         ..Config::default()
     }
@@ -573,7 +574,7 @@ pub(crate) fn bad_candidate(session: &Session, kind: usize, pick: usize) -> (Can
 // model and an offline fold of the same log, nodes and replace generation.
 #[test]
 fn properties_incremental_surface_equals_fold_and_model() {
-    proptest!(config(96), |(script in script(40))| {
+    strata_testkit::proptest!(config(96), |(script in script(40))| {
         let model = Model::build(&script);
         let session = appended(&model.rows);
         let nodes: Vec<u64> = session.surface().nodes().iter().map(|seq| seq.get()).collect();
@@ -594,7 +595,7 @@ fn properties_incremental_surface_equals_fold_and_model() {
 // log grows, equals a from-scratch projection of a freshly restored session.
 #[test]
 fn properties_cached_messages_equal_scratch_derivation() {
-    proptest!(config(48), |(script in script(30), checkpoints in prop::collection::vec(any::<bool>(), 80))| {
+    strata_testkit::proptest!(config(48), |(script in script(30), checkpoints in prop::collection::vec(any::<bool>(), 80))| {
         let model = Model::build(&script);
         let mut session = crate::harness::create(header("prop")).unwrap();
         for (index, row) in model.rows.iter().enumerate() {
@@ -614,7 +615,7 @@ fn properties_cached_messages_equal_scratch_derivation() {
 // and leaves events, surface, generation, messages and header unchanged.
 #[test]
 fn properties_rejected_append_changes_nothing() {
-    proptest!(config(96), |(script in script(30), cut in any::<usize>(), kind in 0usize..12, pick in any::<usize>())| {
+    strata_testkit::proptest!(config(96), |(script in script(30), cut in any::<usize>(), kind in 0usize..12, pick in any::<usize>())| {
         let model = Model::build(&script);
         let cut = cut % (model.rows.len() + 1);
         let mut session = appended(&model.rows[..cut]);
@@ -638,7 +639,7 @@ fn properties_rejected_append_changes_nothing() {
 // is byte-identical for every event.
 #[test]
 fn properties_write_read_restore_round_trip_is_byte_identical() {
-    proptest!(config(64), |(script in script(40))| {
+    strata_testkit::proptest!(config(64), |(script in script(40))| {
         let model = Model::build(&script);
         let session = appended(&model.rows);
         let lines: Vec<String> = session.events().iter().map(|event| event.to_json()).collect();
@@ -659,7 +660,7 @@ fn properties_write_read_restore_round_trip_is_byte_identical() {
 // is refused as a whole and leaves everything unchanged.
 #[test]
 fn properties_batch_with_a_bad_candidate_changes_nothing() {
-    proptest!(config(64), |(script in script(30), cut in any::<usize>(), middle in any::<usize>(), kind in 0usize..12, pick in any::<usize>())| {
+    strata_testkit::proptest!(config(64), |(script in script(30), cut in any::<usize>(), middle in any::<usize>(), kind in 0usize..12, pick in any::<usize>())| {
         let model = Model::build(&script);
         let cut = cut % (model.rows.len() + 1);
         let middle = cut + middle % (model.rows.len() - cut + 1);
@@ -688,7 +689,7 @@ fn properties_batch_with_a_bad_candidate_changes_nothing() {
 // (tool results are user messages in V3); deriving leaves the log unchanged.
 #[test]
 fn properties_01_02_06_deterministic_dense_and_well_roled() {
-    proptest!(config(48), |(script in script(25))| {
+    strata_testkit::proptest!(config(48), |(script in script(25))| {
         let model = Model::build(&script);
         let session = appended(&model.rows);
         let other = appended(&model.rows);
@@ -710,7 +711,7 @@ fn properties_01_02_06_deterministic_dense_and_well_roled() {
 // exactly one end-seed; replaying a log that ends in one adds nothing.
 #[test]
 fn properties_03_04_seed_replay_reproduces_and_is_idempotent() {
-    proptest!(config(48), |(script in script(25))| {
+    strata_testkit::proptest!(config(48), |(script in script(25))| {
         let model = Model::build(&script);
         let original = appended(&model.rows);
         let replay = Session::create_seeded(header("replay"), original.to_raw_events(), None, crate::harness::SURFACE_ONLY).unwrap();
@@ -731,7 +732,7 @@ fn properties_05_non_message_events_do_not_change_messages() {
         any::<u8>().prop_map(|kind| Action::LogOnly { kind }),
         any::<u8>().prop_map(|garbage| Action::Unknown { garbage }),
     ];
-    proptest!(config(48), |(script in script(25), inserts in prop::collection::vec((any::<usize>(), noise), 0..10))| {
+    strata_testkit::proptest!(config(48), |(script in script(25), inserts in prop::collection::vec((any::<usize>(), noise.clone()), 0..10))| {
         let mut noisy = script.clone();
         for (at, action) in inserts {
             let at = at % (noisy.actions.len() + 1);
@@ -812,7 +813,7 @@ fn properties_generator_covers_every_shape() {
 #[test]
 fn properties_repair_and_fork_at_any_cut_are_valid() {
     use strata_core::{fork_session, open_turn_closers, CloseCause, ForkErrorCode, ForkMode};
-    proptest!(config(48), |(script in script(30), cut in any::<usize>())| {
+    strata_testkit::proptest!(config(48), |(script in script(30), cut in any::<usize>())| {
         let model = Model::build(&script);
         let cut = cut % model.rows.len();
         let prefix = &model.rows[..=cut];
@@ -935,7 +936,7 @@ fn mutate_row(row: &Value, next: u64, kind: usize) -> Option<(Value, Vec<Rule>)>
 // candidate is then accepted.
 #[test]
 fn properties_mutated_next_candidate_is_refused_and_changes_nothing() {
-    proptest!(config(96), |(script in script(30), cut in any::<usize>(), kind in 0usize..5)| {
+    strata_testkit::proptest!(config(96), |(script in script(30), cut in any::<usize>(), kind in 0usize..5)| {
         let model = Model::build(&script);
         let cut = cut % model.rows.len();
         let Some((bad, rules)) = mutate_row(&model.rows[cut], cut as u64, kind) else {

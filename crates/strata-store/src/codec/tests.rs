@@ -238,7 +238,7 @@ fn valid_lines() -> Vec<String> {
     ]
 }
 
-proptest! {
+strata_testkit::proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     /// Random bytes never panic: the reader yields rows or typed errors naming a line.

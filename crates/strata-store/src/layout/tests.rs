@@ -217,7 +217,7 @@ fn tricky_id() -> impl Strategy<Value = String> {
     prop::collection::vec(unit, 1..12).prop_map(|chars| chars.into_iter().collect())
 }
 
-proptest! {
+strata_testkit::proptest! {
     #[test]
     fn decode_inverts_encode(id in tricky_id()) {
         let encoded = encode_segment(&id).unwrap();

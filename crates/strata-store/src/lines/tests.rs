@@ -219,7 +219,7 @@ fn default_limit_is_64_mib() {
     assert_eq!(LineScannerConfig::default().max_record_len, 64 << 20);
 }
 
-proptest! {
+strata_testkit::proptest! {
     #[test]
     fn chunking_never_changes_the_output(
         input in prop::collection::vec(prop_oneof![Just(b'\n'), Just(b'\r'), Just(b'a'), any::<u8>()], 0..200),
@@ -250,7 +250,7 @@ proptest! {
     }
 }
 
-proptest! {
+strata_testkit::proptest! {
     /// The word-at-a-time search finds exactly the first `\n`, wherever it is and whatever
     /// surrounds it (bytes near 0x0a and 0x80 included).
     #[test]

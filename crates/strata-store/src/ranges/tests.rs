@@ -342,7 +342,7 @@ fn upstream_text_is_the_message_prefix() {
     }
 }
 
-proptest! {
+strata_testkit::proptest! {
     #[test]
     fn encode_then_decode_is_identity(seqs in prop::collection::vec(0..=MAX_SAFE_SEQ, 0..64)) {
         round_trip(&seqs);
