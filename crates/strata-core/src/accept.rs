@@ -366,19 +366,22 @@ fn accept_checked(
 
 /// The head and relational rules (docs/rules.md: S9–S13, R1–R53) on an event the rules above
 /// accepted, against `relations` and the surface before the event; V3 logs only (older
-/// generations keep their own rule sets). Errors are located and worded like the other rules'.
+/// generations keep their own rule sets). `facts` are the event's payload facts when a
+/// decoding thread read them ahead ([`PrecheckedRow`](crate::PrecheckedRow)). Errors are
+/// located and worded like the other rules'.
 pub(crate) fn relate(
     context: &Context<'_>,
     relations: &crate::relations::Relations,
-    session_id: &str,
+    header: &crate::header::SessionHeader,
     event: &Event,
+    facts: Option<&crate::relations::Facts>,
     skip_r39: bool,
 ) -> Result<crate::relations::Change, AcceptError> {
     if context.generation != Generation::V3 || context.path == Path::Fold {
         return Ok(crate::relations::Change::default());
     }
     relations
-        .check(event, context.surface.nodes(), session_id, skip_r39)
+        .check(event, context.surface.nodes(), facts, header, skip_r39)
         .map_err(|error| locate_related(context, event, error))
 }
 
@@ -709,14 +712,25 @@ fn legacy_subject(context: &Context<'_>, who: &Who<'_>) -> String {
     }
 }
 
+/// How deep a store's scan materializes a payload's view: as deep as its type's data and
+/// shape rules read ([`view_depth`]), and a `tool/call`'s top level, which only the
+/// relational rules read (`relations::Facts`, read ahead on the decoding thread).
+pub(crate) fn scan_depth(event_type: &EventType) -> u8 {
+    match event_type {
+        EventType::ToolCall => 1,
+        other => view_depth(other),
+    }
+}
+
 /// How deep a stored payload must be materialized for its type's data and
 /// shape rules (containers at depths below this are built; deeper values stay
 /// raw text). 0: no rule reads the payload.
 pub(crate) fn view_depth(event_type: &EventType) -> u8 {
     match event_type {
-        // A system message's text blocks are read (P10).
-        EventType::ToolResult | EventType::SystemMessage => 4,
-        EventType::AssistantMessage | EventType::RequestHeader => 3,
+        // A system message's text blocks are read (P10); an assistant message's tool-call
+        // blocks, by the relational rules (`relations::Facts`).
+        EventType::ToolResult | EventType::SystemMessage | EventType::AssistantMessage => 4,
+        EventType::RequestHeader => 3,
         EventType::UserMessage => 2,
         EventType::AssistantAttempt => 1,
         _ => 0,

@@ -23,6 +23,7 @@
 use crate::accept::{accept_row_local, Context, Path, Window};
 use crate::event::Event;
 use crate::generation::Generation;
+use crate::relations::{has_facts, Facts};
 use crate::rule::AcceptError;
 use crate::scan::{PreparedView, ScannedRow};
 use crate::seq::Seq;
@@ -38,8 +39,10 @@ pub struct PrecheckedRow(pub(crate) Checked);
 pub(crate) enum Checked {
     /// Passed every event-local rule under the log's generation. Held by value: the restoring
     /// thread makes its shared allocation, so the log's events sit together in that thread's
-    /// heap instead of among a decoding thread's temporaries.
-    Accepted(Event),
+    /// heap instead of among a decoding thread's temporaries. A V3 message's payload facts
+    /// come along, read from the view its scan built: the relational rules then read no
+    /// payload text on the restoring thread (a message carries the long texts).
+    Accepted(Event, Option<Box<Facts>>),
     /// Failed one; the restore reports it if it gets this far. (Boxed, like `Deferred`: the
     /// common row is one pointer.)
     Rejected(Box<AcceptError>),
@@ -87,7 +90,13 @@ impl PrecheckedRow {
             index,
         };
         match accept_row_local(&context, raw, prepared) {
-            Ok(event) => PrecheckedRow(Checked::Accepted(event)),
+            Ok(event) => {
+                let facts = prepared
+                    .filter(|_| generation == Generation::V3 && has_facts(&event.event_type))
+                    .and_then(|prepared| Facts::from_view(&event.event_type, &prepared.view))
+                    .map(Box::new);
+                PrecheckedRow(Checked::Accepted(event, facts))
+            }
             Err(error) => PrecheckedRow(Checked::Rejected(Box::new(error))),
         }
     }
@@ -102,7 +111,7 @@ impl PrecheckedRow {
     /// where the restore stops.
     pub fn type_tag(&self) -> Option<&str> {
         match &self.0 {
-            Checked::Accepted(event) => Some(event.event_type().as_str()),
+            Checked::Accepted(event, _) => Some(event.event_type().as_str()),
             Checked::Rejected(_) => None,
             Checked::Deferred(raw) => raw.type_tag(),
         }
@@ -112,7 +121,7 @@ impl PrecheckedRow {
     /// row that failed its rules.
     pub fn time_value(&self) -> Option<serde_json::Value> {
         match &self.0 {
-            Checked::Accepted(event) => Some(serde_json::Value::from(event.time())),
+            Checked::Accepted(event, _) => Some(serde_json::Value::from(event.time())),
             Checked::Rejected(_) => None,
             Checked::Deferred(raw) => raw.time_value(),
         }
@@ -122,7 +131,7 @@ impl PrecheckedRow {
     /// [`PrecheckedRow::into_raw`]); `None` for a row that failed its rules.
     pub fn to_raw(&self) -> Option<RawEvent> {
         match &self.0 {
-            Checked::Accepted(event) => {
+            Checked::Accepted(event, _) => {
                 let generation = event.checked_under.unwrap_or(Generation::NATIVE);
                 Some(RawEvent::from_event_in(event, generation))
             }
@@ -135,7 +144,7 @@ impl PrecheckedRow {
     /// accepted event is re-encoded; a rejected row has no wire form left and gives its error).
     pub fn into_raw(self) -> Result<RawEvent, AcceptError> {
         match self.0 {
-            Checked::Accepted(event) => {
+            Checked::Accepted(event, _) => {
                 let generation = event.checked_under.unwrap_or(Generation::NATIVE);
                 Ok(RawEvent::from_event_in(&event, generation))
             }

@@ -18,6 +18,7 @@
 //! a `tool/ptc-dispatch[-start]` as `tool/code-dispatch[-start]`), so messages name the
 //! projected type as upstream's do.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
@@ -30,6 +31,8 @@ use crate::seq::Seq;
 use crate::surface::find;
 
 mod facts;
+
+pub(crate) use facts::{has_facts, Message as Facts};
 
 /// `JSON.stringify(value)` as a template literal shows it (`undefined` when absent).
 fn js_json(value: Option<&Value>) -> String {
@@ -243,12 +246,52 @@ impl PartialEq for Relations {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Change {
     bounded: Option<Box<Bounded>>,
+    /// An edit of the call list, applied after `bounded`.
+    calls: Option<Box<CallEdit>>,
     growth: Option<Box<Growth>>,
 }
 
 impl Change {
     fn growth(&mut self) -> &mut Growth {
         self.growth.get_or_insert_with(Box::default)
+    }
+}
+
+/// What one event does to the open step's tool calls, carried on its own when nothing else
+/// of the bounded state changes: a conversation's tool events then copy no call list.
+#[derive(Clone, Debug)]
+enum CallEdit {
+    /// An `assistant/message` advertises these calls.
+    Advertise(Vec<Call>),
+    /// A `tool/call` starts the call at this index.
+    Start(usize),
+    /// A `tool/result` settles (removes) the call at this index.
+    Settle(usize),
+}
+
+impl CallEdit {
+    fn apply(self, calls: &mut Vec<Call>) {
+        match self {
+            CallEdit::Advertise(advertised) => calls.extend(advertised),
+            CallEdit::Start(index) => {
+                if let Some(call) = calls.get_mut(index) {
+                    call.started = true;
+                }
+            }
+            CallEdit::Settle(index) => {
+                if index < calls.len() {
+                    calls.remove(index);
+                }
+            }
+        }
+    }
+}
+
+/// Applies `edit` to a bounded state the event already copies, else carries it in `change`.
+fn edit_calls(b: &mut Cow<'_, Bounded>, change: &mut Change, edit: CallEdit) {
+    match b {
+        Cow::Owned(owned) => edit.apply(&mut owned.calls),
+        Cow::Borrowed(_) => change.calls = Some(Box::new(edit)),
     }
 }
 
@@ -388,6 +431,9 @@ impl Relations {
         if let Some(bounded) = change.bounded {
             self.bounded = *bounded;
         }
+        if let Some(edit) = change.calls {
+            edit.apply(&mut self.bounded.calls);
+        }
         let Some(change) = change.growth else {
             return;
         };
@@ -443,7 +489,8 @@ impl Relations {
         &self,
         event: &Event,
         nodes: &[Seq],
-        session_id: &str,
+        facts: Option<&Facts>,
+        header: &crate::header::SessionHeader,
         skip_r39: bool,
     ) -> Result<Change, AcceptError> {
         let mut change = Change::default();
@@ -451,21 +498,28 @@ impl Relations {
         let seq = event.seq.get();
         let is_handled = handled(event);
         // A message's rules read a few scalars ([`facts::Message`]); other payloads are small.
-        let is_message = facts::is_message(&event.event_type);
-        let read = if is_message {
-            facts::Message::read(event)
-        } else {
-            facts::Message::default()
+        let has_facts = facts::has_facts(&event.event_type);
+        // Read ahead by a decoding thread (a stored row), or here.
+        let read;
+        let message = match facts {
+            Some(facts) if has_facts => facts,
+            _ => {
+                read = if has_facts {
+                    facts::Message::read(event)
+                } else {
+                    facts::Message::default()
+                };
+                &read
+            }
         };
-        let message = &read;
         let data_cow;
-        let data: &Value = if is_handled && !is_message {
+        let data: &Value = if is_handled && !has_facts {
             data_cow = facts::payload(event);
             &data_cow
         } else {
             &Value::Null
         };
-        let (turn, step, object) = if is_message {
+        let (turn, step, object) = if has_facts {
             (message.turn.as_ref(), message.step.as_ref(), message.object)
         } else {
             (field(data, "turn"), field(data, "step"), data.is_object())
@@ -509,9 +563,9 @@ impl Relations {
             ));
         }
         // Copied only by the types that change it.
-        let mut b: std::borrow::Cow<'_, Bounded> = match bounded {
-            Some(changed) => std::borrow::Cow::Owned(changed),
-            None => std::borrow::Cow::Borrowed(&self.bounded),
+        let mut b: Cow<'_, Bounded> = match bounded {
+            Some(changed) => Cow::Owned(changed),
+            None => Cow::Borrowed(&self.bounded),
         };
         // R39: a turn boundary inside an open compaction.
         if !skip_r39 && matches!(tag, "turn/start" | "turn/end") && b.compaction.is_some() {
@@ -608,9 +662,11 @@ impl Relations {
                         "assistant/message does not match an open turn and step",
                     ));
                 }
+                let mut advertised: Vec<Call> = Vec::new();
                 for block in &message.calls {
                     if b.calls
                         .iter()
+                        .chain(&advertised)
                         .any(|call| same(Some(&call.id), Some(&block.id)))
                     {
                         return Err(refuse(
@@ -621,12 +677,15 @@ impl Relations {
                             ),
                         ));
                     }
-                    b.to_mut().calls.push(Call {
+                    advertised.push(Call {
                         id: block.id.clone(),
                         name: block.name.clone(),
                         arguments: block.arguments.clone(),
                         started: false,
                     });
+                }
+                if !advertised.is_empty() {
+                    edit_calls(&mut b, &mut change, CallEdit::Advertise(advertised));
                 }
             }
             "assistant/attempt" if !open_step_matches(&b) => {
@@ -642,9 +701,9 @@ impl Relations {
                         "tool/call does not match an open turn and step",
                     ));
                 }
-                let call_id = field(data, "callId");
-                let name = field(data, "name");
-                let arguments = field(data, "arguments");
+                let call_id = message.invocation.call_id.as_ref();
+                let name = message.invocation.name.as_ref();
+                let arguments = message.invocation.arguments.as_ref();
                 let matching: Vec<usize> = b
                     .calls
                     .iter()
@@ -666,7 +725,7 @@ impl Relations {
                         ),
                     ));
                 };
-                b.to_mut().calls[index].started = true;
+                edit_calls(&mut b, &mut change, CallEdit::Start(index));
             }
             "tool/result" => {
                 let replace = matches!(event.surface_op(), Some(SurfaceOp::Replace(_)));
@@ -711,7 +770,7 @@ impl Relations {
                             ),
                         ));
                     }
-                    b.to_mut().calls.remove(index);
+                    edit_calls(&mut b, &mut change, CallEdit::Settle(index));
                 }
             }
             "request/header" => {
@@ -1097,7 +1156,7 @@ impl Relations {
                 // Upstream's relational pass runs with generation 2 (docs/rules.md, R53).
                 let version =
                     field(data, "sessionFormatVersion").map_or(Some(0), non_negative_safe_integer);
-                let names = field(data, "sessionId").and_then(Value::as_str) == Some(session_id);
+                let names = field(data, "sessionId").and_then(Value::as_str) == Some(header.id());
                 if version == Some(2) && !names {
                     return Err(refuse(
                         Rule::DeliveryMarkerWrongSession,
@@ -1133,7 +1192,7 @@ impl Relations {
             }
             _ => {}
         }
-        if let std::borrow::Cow::Owned(changed) = b {
+        if let Cow::Owned(changed) = b {
             change.bounded = Some(Box::new(changed));
         }
         Ok(change)

@@ -38,6 +38,9 @@ use crate::message::{project, Message};
 use crate::payload::EndSeed;
 use crate::precheck::{Checked, PrecheckedRow};
 
+/// A row past every rule but the relational ones, with its facts read ahead (if any).
+type Accepted = (Arc<Event>, SurfacePlan, Option<Box<Facts>>);
+
 /// One row of a seed or restore, in whichever form its path holds it.
 enum Row {
     /// A stored row.
@@ -49,19 +52,22 @@ enum Row {
 }
 
 impl Row {
-    /// Every rule but the relational ones.
-    fn accept(self, context: &Context<'_>) -> Result<(Arc<Event>, SurfacePlan), AcceptError> {
+    /// Every rule but the relational ones; also gives the payload facts a decoding thread
+    /// read ahead for the relational rules.
+    fn accept(self, context: &Context<'_>) -> Result<Accepted, AcceptError> {
         match self {
-            Row::Raw(raw) => accept_raw(context, raw).map(|(event, plan)| (Arc::new(event), plan)),
-            Row::Checked(Checked::Accepted(event)) => {
+            Row::Raw(raw) => {
+                accept_raw(context, raw).map(|(event, plan)| (Arc::new(event), plan, None))
+            }
+            Row::Checked(Checked::Accepted(event, facts)) => {
                 let plan = accept_existing(context, &event)?;
-                Ok((Arc::new(event), plan))
+                Ok((Arc::new(event), plan, facts))
             }
             Row::Checked(Checked::Rejected(error)) => Err(*error),
             Row::Checked(Checked::Deferred(raw)) => {
-                accept_raw(context, *raw).map(|(event, plan)| (Arc::new(event), plan))
+                accept_raw(context, *raw).map(|(event, plan)| (Arc::new(event), plan, None))
             }
-            Row::Shared(event) => accept_existing(context, &event).map(|plan| (event, plan)),
+            Row::Shared(event) => accept_existing(context, &event).map(|plan| (event, plan, None)),
         }
     }
 
@@ -69,7 +75,7 @@ impl Row {
     fn local(self, context: &Context<'_>) -> Result<Arc<Event>, AcceptError> {
         match self {
             Row::Raw(raw) => accept_row_local(context, raw, None).map(Arc::new),
-            Row::Checked(Checked::Accepted(event)) => Ok(Arc::new(event)),
+            Row::Checked(Checked::Accepted(event, _)) => Ok(Arc::new(event)),
             Row::Checked(Checked::Rejected(error)) => Err(*error),
             Row::Checked(Checked::Deferred(raw)) => {
                 accept_row_local(context, *raw, None).map(Arc::new)
@@ -78,7 +84,7 @@ impl Row {
         }
     }
 }
-use crate::relations::{Change, Relations};
+use crate::relations::{Change, Facts, Relations};
 use crate::repair::{CloseCause, TurnState};
 use crate::request::canonical_header;
 use crate::rule::{AcceptError, Rule};
@@ -489,7 +495,7 @@ impl Session {
                 let context = self.context(path, index, next_seq);
                 row.accept(&context)
             };
-            let (event, plan) = match accepted {
+            let (event, plan, facts) = match accepted {
                 Ok(accepted) => accepted,
                 Err(error) => {
                     let head = self.relations.head().clone();
@@ -498,12 +504,12 @@ impl Session {
             };
             let related = {
                 let context = self.context(path, index, next_seq);
-                match self.relate_with(&context, &event, false) {
+                match self.relate_with(&context, &event, facts.as_deref(), false) {
                     Err(error)
                         if error.rule == Rule::TurnCrossesCompaction && path != Path::Append =>
                     {
                         pending.get_or_insert(error);
-                        self.relate_with(&context, &event, true)
+                        self.relate_with(&context, &event, facts.as_deref(), true)
                     }
                     other => other,
                 }
@@ -611,19 +617,27 @@ impl Session {
 
     /// The relational rules on an accepted event (off for a surface-only session).
     fn relate(&self, context: &Context<'_>, event: &Event) -> Result<Change, AcceptError> {
-        self.relate_with(context, event, false)
+        self.relate_with(context, event, None, false)
     }
 
     fn relate_with(
         &self,
         context: &Context<'_>,
         event: &Event,
+        facts: Option<&Facts>,
         skip_r39: bool,
     ) -> Result<Change, AcceptError> {
         if self.surface_only {
             return Ok(Change::default());
         }
-        relate(context, &self.relations, self.header.id(), event, skip_r39)
+        relate(
+            context,
+            &self.relations,
+            &self.header,
+            event,
+            facts,
+            skip_r39,
+        )
     }
 
     fn append_plain_marker_if_needed(&mut self, time: i64) -> Result<(), AcceptError> {

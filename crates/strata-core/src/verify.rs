@@ -116,7 +116,7 @@ impl Verifier {
             let (event, plan) = accept_raw(&context, raw)?;
             // Row by row, so in seq order: R39 is judged without its look-ahead and a
             // relational refusal is not held for a later row's (docs/rules.md).
-            let change = relate(&context, &self.relations, self.header.id(), &event, false)?;
+            let change = relate(&context, &self.relations, &self.header, &event, None, false)?;
             self.relations.apply(change);
             (event, plan)
         };

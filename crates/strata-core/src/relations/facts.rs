@@ -2,15 +2,19 @@
 //!
 //! A stored event holds its payload as text. The message types (`user/message`,
 //! `system/message`, `assistant/message`, `tool/result`, `assistant/attempt`: nine in ten
-//! events of a conversation) carry the long texts, and the rules read a few scalars of them:
-//! [`Message`] holds those in plain fields, decoded in one pass that skips everything else and
-//! builds no JSON tree (a tree per event was most of what the rules cost a restore). The other
-//! types have small payloads, which [`payload`] parses whole.
+//! events of a conversation) carry the long texts, and the rules read a few scalars of them
+//! (and of a `tool/call`, the next most common type): [`Message`] holds those in plain fields.
+//! A store's decoding thread reads them from the view its scan of the row built
+//! ([`Message::from_view`], carried to the restore with the row), so the restoring thread, the
+//! one a load waits on, reads no payload text for them; elsewhere they are decoded in one pass
+//! that skips everything else and builds no JSON tree. The other types have small payloads,
+//! which [`payload`] parses whole.
 //!
 //! Invariant: for any payload text, [`Message::read`] equals [`Message::from_value`] of the
 //! payload parsed whole. The decoding reads every JSON shape as the tree lookups do (a field
 //! of another type reads as absent, a repeated key's last value wins, an array is not an
-//! object); a text it cannot decode is parsed whole.
+//! object); a text it cannot decode is parsed whole. [`Message::from_view`] of any view of the
+//! payload equals it too, or declines (a view too shallow for a lookup).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -21,11 +25,12 @@ use serde::de::{
 use serde_json::Value;
 
 use crate::event::{Event, EventType};
+use crate::view::{Kind, Node, View};
 
 /// The `source` of a message (`data.source` of a `user/message`, `data.message.source` of
 /// the others), as the rules read it.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub(super) struct Source {
+pub(crate) struct Source {
     /// `kind` is the string `"user"`.
     pub user: bool,
     /// `kind` is the string `"plugin"`.
@@ -42,7 +47,7 @@ pub(super) struct Source {
 
 /// One `tool-call` block of an assistant message's `message.content`.
 #[derive(Clone, Debug, PartialEq)]
-pub(super) struct Block {
+pub(crate) struct Block {
     /// `id` (`null` when absent, as the rules compare it).
     pub id: Value,
     /// `name`, when present.
@@ -51,9 +56,20 @@ pub(super) struct Block {
     pub arguments: Option<Value>,
 }
 
+/// What the rules read of a `tool/call`: its top-level `callId`, `name` and `arguments`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Invocation {
+    /// `callId`, when present.
+    pub call_id: Option<Value>,
+    /// `name`, when present.
+    pub name: Option<Value>,
+    /// `arguments`, when present.
+    pub arguments: Option<Value>,
+}
+
 /// What the rules read of a message payload.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub(super) struct Message {
+pub(crate) struct Message {
     /// The payload is a JSON object (P12).
     pub object: bool,
     /// `turn`, when present (`null` included).
@@ -64,11 +80,14 @@ pub(super) struct Message {
     pub source: Source,
     /// The `tool-call` blocks, in order (assistant messages).
     pub calls: Vec<Block>,
+    /// The call a `tool/call` starts.
+    pub invocation: Invocation,
 }
 
 /// The types [`Message`] describes.
 #[cfg(test)]
-const TYPES: [EventType; 5] = [
+const TYPES: [EventType; 6] = [
+    EventType::ToolCall,
     EventType::UserMessage,
     EventType::SystemMessage,
     EventType::AssistantMessage,
@@ -77,10 +96,11 @@ const TYPES: [EventType; 5] = [
 ];
 
 /// Whether `event_type` is one of the types [`Message`] describes.
-pub(super) fn is_message(event_type: &EventType) -> bool {
+pub(crate) fn has_facts(event_type: &EventType) -> bool {
     matches!(
         event_type,
-        EventType::UserMessage
+        EventType::ToolCall
+            | EventType::UserMessage
             | EventType::SystemMessage
             | EventType::AssistantMessage
             | EventType::ToolResult
@@ -99,6 +119,8 @@ enum Shape {
     Calls,
     /// `turn` and `step` (`assistant/attempt`).
     Settlement,
+    /// `turn`, `step` and the started call (`tool/call`).
+    Invocation,
 }
 
 fn shape(event_type: &EventType) -> Shape {
@@ -106,6 +128,7 @@ fn shape(event_type: &EventType) -> Shape {
         EventType::UserMessage => Shape::TopSource,
         EventType::SystemMessage | EventType::ToolResult => Shape::MessageSource,
         EventType::AssistantMessage => Shape::Calls,
+        EventType::ToolCall => Shape::Invocation,
         _ => Shape::Settlement,
     }
 }
@@ -137,59 +160,163 @@ impl Message {
     /// The facts of a parsed payload, by tree lookups (the reference [`Message::read`] agrees
     /// with).
     pub(super) fn from_value(event_type: &EventType, data: &Value) -> Message {
+        // A tree holds every value it is asked for.
+        Message::from_node(event_type, data).unwrap_or_default()
+    }
+
+    /// The facts of a payload's view, as a decoding thread reads them from the view its scan
+    /// built (so the restoring thread reads no payload text); `None` when the view holds a
+    /// container the rules look into as raw text (it was built too shallow for them).
+    pub(crate) fn from_view(event_type: &EventType, data: &View<'_>) -> Option<Message> {
+        Message::from_node(event_type, data)
+    }
+
+    /// The lookups behind [`Message::from_value`] and [`Message::from_view`].
+    fn from_node<'n, N: Leaf<'n>>(event_type: &EventType, data: N) -> Option<Message> {
         let shape = shape(event_type);
         let mut facts = Message {
-            object: data.is_object(),
+            object: data.kind() == Kind::Object,
             ..Message::default()
         };
+        if data.opaque() {
+            return None;
+        }
         if shape != Shape::TopSource {
-            facts.turn = data.get("turn").cloned();
-            facts.step = data.get("step").cloned();
+            facts.turn = held(data.get("turn"))?;
+            facts.step = held(data.get("step"))?;
         }
         match shape {
-            Shape::TopSource => facts.source = Source::from_value(data.get("source")),
+            Shape::TopSource => facts.source = Source::from_node(data.get("source"))?,
             Shape::MessageSource => {
-                let source = data
-                    .get("message")
-                    .and_then(|message| message.get("source"));
-                facts.source = Source::from_value(source);
+                let message = data.get("message");
+                if message.is_some_and(N::opaque) {
+                    return None;
+                }
+                facts.source =
+                    Source::from_node(message.and_then(|message| message.get("source")))?;
             }
             Shape::Calls => {
-                let blocks = data
-                    .get("message")
+                let message = data.get("message");
+                if message.is_some_and(N::opaque) {
+                    return None;
+                }
+                let content = message
                     .and_then(|message| message.get("content"))
-                    .and_then(Value::as_array);
-                facts.calls = blocks
-                    .into_iter()
-                    .flatten()
-                    .filter(|block| block.get("type").and_then(Value::as_str) == Some("tool-call"))
-                    .map(|block| Block {
-                        id: block.get("id").cloned().unwrap_or(Value::Null),
-                        name: block.get("name").cloned(),
-                        arguments: block.get("arguments").cloned(),
-                    })
-                    .collect();
+                    .filter(|content| content.kind() == Kind::Array);
+                if let Some(content) = content {
+                    if content.opaque() {
+                        return None;
+                    }
+                    for index in 0..content.len().unwrap_or(0) {
+                        let Some(block) = content.at(index) else {
+                            continue;
+                        };
+                        if block.opaque() {
+                            return None;
+                        }
+                        let tool_call =
+                            block.get("type").and_then(N::text).as_deref() == Some("tool-call");
+                        if tool_call {
+                            facts.calls.push(Block {
+                                id: held(block.get("id"))?.unwrap_or(Value::Null),
+                                name: held(block.get("name"))?,
+                                arguments: held(block.get("arguments"))?,
+                            });
+                        }
+                    }
+                }
+            }
+            Shape::Invocation => {
+                facts.invocation = Invocation {
+                    call_id: held(data.get("callId"))?,
+                    name: held(data.get("name"))?,
+                    arguments: held(data.get("arguments"))?,
+                };
             }
             Shape::Settlement => {}
         }
-        facts
+        Some(facts)
     }
 }
 
 impl Source {
-    fn from_value(source: Option<&Value>) -> Source {
+    fn from_node<'n, N: Leaf<'n>>(source: Option<N>) -> Option<Source> {
         let Some(source) = source else {
-            return Source::default();
+            return Some(Source::default());
         };
-        let text = |key: &str| source.get(key).and_then(Value::as_str);
-        Source {
-            user: text("kind") == Some("user"),
-            plugin: text("kind") == Some("plugin"),
-            compact: text("plugin") == Some("compact"),
-            call_id: source.get("callId").cloned(),
-            compaction_id: source.get("compactionId").cloned(),
-            source_command_id: source.get("sourceCommandId").cloned(),
+        if source.opaque() {
+            return None;
         }
+        let text = |key: &str| source.get(key).and_then(N::text);
+        let value = |key: &str| held(source.get(key));
+        let kind = text("kind");
+        Some(Source {
+            user: kind.as_deref() == Some("user"),
+            plugin: kind.as_deref() == Some("plugin"),
+            compact: text("plugin").as_deref() == Some("compact"),
+            call_id: value("callId")?,
+            compaction_id: value("compactionId")?,
+            source_command_id: value("sourceCommandId")?,
+        })
+    }
+}
+
+/// An optional member as the facts hold it: `Some(None)` when absent, `None` when a view
+/// cannot give its value.
+fn held<'n, N: Leaf<'n>>(node: Option<N>) -> Option<Option<Value>> {
+    match node {
+        None => Some(None),
+        Some(node) => node.value().map(Some),
+    }
+}
+
+/// A number's (or a raw value's) text as a value: a plain integer spelled canonically is the
+/// value `Value::from` builds, anything else is parsed.
+fn number(text: &str) -> Option<Value> {
+    match crate::json::plain_integer(text) {
+        Some(n) => Some(Value::from(n)),
+        None => crate::json::parse(text).ok(),
+    }
+}
+
+/// A payload node the facts are read from: a tree's node, or a view's.
+trait Leaf<'n>: Node<'n> {
+    /// The node as a value; `None` for a container a view materialized (the rules copy only
+    /// scalars and raw texts: ids, names, arguments).
+    fn value(self) -> Option<Value>;
+    /// Whether the node is a container a view keeps as raw text (a lookup in it finds
+    /// nothing, where the tree's would).
+    fn opaque(self) -> bool;
+}
+
+impl<'n> Leaf<'n> for &'n Value {
+    fn value(self) -> Option<Value> {
+        Some(self.clone())
+    }
+
+    fn opaque(self) -> bool {
+        false
+    }
+}
+
+impl<'n, 'a: 'n> Leaf<'n> for &'n View<'a> {
+    fn value(self) -> Option<Value> {
+        match self {
+            View::Null => Some(Value::Null),
+            View::Bool(value) => Some(Value::Bool(*value)),
+            View::Str(text) => Some(Value::String(text.as_ref().to_owned())),
+            // Turns, steps and ids are plain integers and strings: no parse for those.
+            View::Number(text) => number(text),
+            View::Deep(raw) if raw.starts_with('"') => {
+                self.text().map(|text| text.into_owned().into())
+            }
+            View::Deep(raw) => number(raw),
+            View::Array(_) | View::Object(_) => None,
+        }
+    }
+
+    fn opaque(self) -> bool {
+        matches!(self, View::Deep(raw) if raw.starts_with(['{', '[']))
     }
 }
 
@@ -276,6 +403,15 @@ impl<'de> Visitor<'de> for TopSeed {
                 }
                 (Field::Message, Shape::Calls) => {
                     facts.calls = map.next_value::<MessageCalls>()?.0;
+                }
+                (Field::CallId, Shape::Invocation) => {
+                    facts.invocation.call_id = Some(map.next_value()?);
+                }
+                (Field::Name, Shape::Invocation) => {
+                    facts.invocation.name = Some(map.next_value()?);
+                }
+                (Field::Arguments, Shape::Invocation) => {
+                    facts.invocation.arguments = Some(map.next_value()?);
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;

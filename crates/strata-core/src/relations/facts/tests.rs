@@ -5,6 +5,9 @@ use proptest::prelude::*;
 use serde_json::{json, Value};
 
 use super::{Message, TYPES};
+use crate::event::EventType;
+use crate::scan::{ScanArena, ScannedRow};
+use crate::view::View;
 
 /// Keys and strings the rules look for, so generated payloads hit every branch.
 const KEYS: &[&str] = &[
@@ -68,7 +71,39 @@ fn check(text: &str) {
             Some(decoded) => assert_eq!(decoded, looked_up, "{event_type:?}: {text}"),
             None => assert!(!parsed.is_object(), "{event_type:?} not decoded: {text}"),
         }
+        check_views(event_type, text, &looked_up);
     }
+}
+
+/// The facts a decoding thread reads from a row's view (serde's and the scanner's, at the
+/// depth acceptance builds, and shallower) are the lookups' whenever the view gives them.
+fn check_views(event_type: &EventType, text: &str, looked_up: &Message) {
+    for depth in 0..=crate::accept::scan_depth(event_type) {
+        if let Some(view) = View::parse(text, depth) {
+            if let Some(facts) = Message::from_view(event_type, &view) {
+                assert_eq!(
+                    &facts, looked_up,
+                    "{event_type:?} (view to depth {depth}): {text}"
+                );
+            }
+        }
+    }
+    if let Some(facts) = scanned_facts(event_type, text) {
+        assert_eq!(&facts, looked_up, "{event_type:?} (scanned view): {text}");
+    }
+}
+
+/// The facts of `payload` as a store's decoder reads them: from the view its scan of the row
+/// built.
+fn scanned_facts(event_type: &EventType, payload: &str) -> Option<Message> {
+    let row = format!(
+        r#"{{"type":"{}","seq":0,"time":0,"data":{payload}}}"#,
+        event_type.as_str()
+    );
+    let arena = ScanArena::new();
+    let scanned = ScannedRow::scan_in(&row, Some(&arena)).ok()?;
+    let (_, prepared) = scanned.into_parts();
+    Message::from_view(event_type, &prepared?.view)
 }
 
 proptest! {
@@ -113,4 +148,28 @@ fn a_repeated_key_reads_its_last_value() {
         r#"{"source":{"kind":"plugin"},"source":{"kind":"user"}}"#,
     );
     assert!(facts.is_some_and(|facts| facts.source.user));
+}
+
+#[test]
+fn a_writer_s_messages_are_read_ahead_from_their_scanned_views() {
+    // The restoring thread reads no payload text only if the decoder's views give the facts
+    // of the rows strata and dsh write.
+    let log = include_str!("../../../../../examples/sample.v3.jsonl");
+    let mut messages = 0;
+    for line in log.lines().skip(1) {
+        let row: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+        let event_type = EventType::parse(row["type"].as_str().unwrap_or(""));
+        if !TYPES.contains(&event_type) {
+            continue;
+        }
+        messages += 1;
+        let payload = row["data"].to_string();
+        let looked_up = Message::from_value(&event_type, &row["data"]);
+        assert_eq!(
+            scanned_facts(&event_type, &payload),
+            Some(looked_up),
+            "{line}"
+        );
+    }
+    assert!(messages > 10, "{messages} messages in the sample");
 }
