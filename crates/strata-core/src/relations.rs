@@ -248,6 +248,8 @@ pub(crate) struct Change {
     bounded: Option<Box<Bounded>>,
     /// An edit of the call list, applied after `bounded`.
     calls: Option<Box<CallEdit>>,
+    /// The seq of a human `user/message` (outside `growth`: one event in three is one).
+    human_user: Option<u64>,
     growth: Option<Box<Growth>>,
 }
 
@@ -302,7 +304,6 @@ struct Growth {
     command_seq: Option<u64>,
     retry_id: Option<String>,
     scheduled: Option<((String, u64), Scheduled)>,
-    human_user: Option<u64>,
     ptc_root: Option<(String, String)>,
     ptc_start: Option<(String, PtcStart)>,
 }
@@ -434,6 +435,12 @@ impl Relations {
         if let Some(edit) = change.calls {
             edit.apply(&mut self.bounded.calls);
         }
+        if let Some(seq) = change.human_user {
+            growing.human_users.push(seq);
+            if journaling {
+                undo.push(Undo::HumanUser);
+            }
+        }
         let Some(change) = change.growth else {
             return;
         };
@@ -457,12 +464,6 @@ impl Relations {
             let previous = growing.scheduled.insert(k.clone(), scheduled);
             if journaling {
                 undo.push(Undo::Scheduled(k, previous));
-            }
-        }
-        if let Some(seq) = change.human_user {
-            growing.human_users.push(seq);
-            if journaling {
-                undo.push(Undo::HumanUser);
             }
         }
         if let Some((id, root)) = change.ptc_root {
@@ -519,8 +520,10 @@ impl Relations {
         } else {
             &Value::Null
         };
+        // A type with facts reads its `turn` and `step` there (`message.turn`): `turn` and
+        // `step` are the other types'.
         let (turn, step, object) = if has_facts {
-            (message.turn.as_ref(), message.step.as_ref(), message.object)
+            (None, None, message.object)
         } else {
             (field(data, "turn"), field(data, "step"), data.is_object())
         };
@@ -543,6 +546,13 @@ impl Relations {
         let head = if quiet {
             None
         } else {
+            let facts_turn = message.turn.as_ref().map(facts::Num::value);
+            let facts_step = message.step.as_ref().map(facts::Num::value);
+            let (turn, step) = if has_facts {
+                (facts_turn.as_deref(), facts_step.as_deref())
+            } else {
+                (turn, step)
+            };
             Some(head_rules(&self.bounded.head, event, turn, step, data)?)
         };
         if let Some(head) = head.filter(|head| *head != self.bounded.head) {
@@ -575,6 +585,10 @@ impl Relations {
             ));
         }
         let open_step_matches = |b: &Bounded| match (b.open_turn, b.open_step) {
+            (Some(t), Some(s)) if has_facts => {
+                message.turn.as_ref().is_some_and(|turn| turn.is(t))
+                    && message.step.as_ref().is_some_and(|step| step.is(s))
+            }
             (Some(t), Some(s)) => is_int(turn, t) && is_int(step, s),
             _ => false,
         };
@@ -1187,7 +1201,7 @@ impl Relations {
                     }
                 }
                 if source.user && !system {
-                    change.growth().human_user = Some(seq);
+                    change.human_user = Some(seq);
                 }
             }
             _ => {}

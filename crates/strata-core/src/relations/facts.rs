@@ -25,6 +25,8 @@ use serde::de::{
 use serde_json::Value;
 
 use crate::event::{Event, EventType};
+use crate::json::non_negative_safe_integer;
+use crate::seq::MAX_SAFE_INTEGER;
 use crate::view::{Kind, Node, View};
 
 /// The `source` of a message (`data.source` of a `user/message`, `data.message.source` of
@@ -56,6 +58,42 @@ pub(crate) struct Block {
     pub arguments: Option<Value>,
 }
 
+/// A `turn` or `step` as the rules compare it: nearly always a plain safe integer, held
+/// without a `Value` (a number's `Value` is a heap string under `arbitrary_precision`, and
+/// facts read on a decoding thread are dropped on the restoring one).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Num {
+    /// A non-negative safe integer.
+    Int(u64),
+    /// Any other value.
+    Other(Value),
+}
+
+impl Num {
+    fn of(value: Value) -> Num {
+        match value.as_u64() {
+            Some(n) if n <= MAX_SAFE_INTEGER => Num::Int(n),
+            _ => Num::Other(value),
+        }
+    }
+
+    /// Whether the value is the integer `n` (JavaScript `===`).
+    pub(crate) fn is(&self, n: u64) -> bool {
+        match self {
+            Num::Int(m) => *m == n,
+            Num::Other(value) => non_negative_safe_integer(value) == Some(n),
+        }
+    }
+
+    /// The value.
+    pub(crate) fn value(&self) -> Cow<'_, Value> {
+        match self {
+            Num::Int(n) => Cow::Owned(Value::from(*n)),
+            Num::Other(value) => Cow::Borrowed(value),
+        }
+    }
+}
+
 /// What the rules read of a `tool/call`: its top-level `callId`, `name` and `arguments`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Invocation {
@@ -73,9 +111,9 @@ pub(crate) struct Message {
     /// The payload is a JSON object (P12).
     pub object: bool,
     /// `turn`, when present (`null` included).
-    pub turn: Option<Value>,
+    pub turn: Option<Num>,
     /// `step`, when present (`null` included).
-    pub step: Option<Value>,
+    pub step: Option<Num>,
     /// The message's source (user, system and tool messages).
     pub source: Source,
     /// The `tool-call` blocks, in order (assistant messages).
@@ -182,8 +220,8 @@ impl Message {
             return None;
         }
         if shape != Shape::TopSource {
-            facts.turn = held(data.get("turn"))?;
-            facts.step = held(data.get("step"))?;
+            facts.turn = num(data.get("turn"))?;
+            facts.step = num(data.get("step"))?;
         }
         match shape {
             Shape::TopSource => facts.source = Source::from_node(data.get("source"))?,
@@ -270,6 +308,14 @@ fn held<'n, N: Leaf<'n>>(node: Option<N>) -> Option<Option<Value>> {
     }
 }
 
+/// [`held`] of a `turn` or `step`.
+fn num<'n, N: Leaf<'n>>(node: Option<N>) -> Option<Option<Num>> {
+    match node {
+        None => Some(None),
+        Some(node) => node.num().map(Some),
+    }
+}
+
 /// A number's (or a raw value's) text as a value: a plain integer spelled canonically is the
 /// value `Value::from` builds, anything else is parsed.
 fn number(text: &str) -> Option<Value> {
@@ -287,11 +333,22 @@ trait Leaf<'n>: Node<'n> {
     /// Whether the node is a container a view keeps as raw text (a lookup in it finds
     /// nothing, where the tree's would).
     fn opaque(self) -> bool;
+    /// The node as a `turn` or `step`.
+    fn num(self) -> Option<Num> {
+        self.value().map(Num::of)
+    }
 }
 
 impl<'n> Leaf<'n> for &'n Value {
     fn value(self) -> Option<Value> {
         Some(self.clone())
+    }
+
+    fn num(self) -> Option<Num> {
+        Some(match self.as_u64() {
+            Some(n) if n <= MAX_SAFE_INTEGER => Num::Int(n),
+            _ => Num::Other(self.clone()),
+        })
     }
 
     fn opaque(self) -> bool {
@@ -317,6 +374,18 @@ impl<'n, 'a: 'n> Leaf<'n> for &'n View<'a> {
 
     fn opaque(self) -> bool {
         matches!(self, View::Deep(raw) if raw.starts_with(['{', '[']))
+    }
+
+    fn num(self) -> Option<Num> {
+        let plain = match self {
+            View::Number(text) => crate::json::plain_integer(text),
+            View::Deep(raw) => crate::json::plain_integer(raw),
+            _ => None,
+        };
+        match plain {
+            Some(n) if n <= MAX_SAFE_INTEGER => Some(Num::Int(n)),
+            _ => self.value().map(Num::of),
+        }
     }
 }
 
@@ -393,8 +462,12 @@ impl<'de> Visitor<'de> for TopSeed {
         let reads_settlement = self.0 != Shape::TopSource;
         while let Some(key) = map.next_key::<Field>()? {
             match (key, self.0) {
-                (Field::Turn, _) if reads_settlement => facts.turn = Some(map.next_value()?),
-                (Field::Step, _) if reads_settlement => facts.step = Some(map.next_value()?),
+                (Field::Turn, _) if reads_settlement => {
+                    facts.turn = Some(Num::of(map.next_value()?));
+                }
+                (Field::Step, _) if reads_settlement => {
+                    facts.step = Some(Num::of(map.next_value()?));
+                }
                 (Field::Source, Shape::TopSource) => {
                     facts.source = map.next_value::<AnySource>()?.0;
                 }

@@ -43,6 +43,8 @@ fn value() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::Bool),
         (0_u64..4).prop_map(|n| json!(n)),
         Just(json!(-1.5)),
+        Just(json!(1.0)),
+        Just(json!(9_007_199_254_740_993_u64)),
         prop::sample::select(TEXTS).prop_map(|text| json!(text)),
     ];
     leaf.prop_recursive(5, 48, 6, |inner| {
@@ -172,4 +174,31 @@ fn a_writer_s_messages_are_read_ahead_from_their_scanned_views() {
         );
     }
     assert!(messages > 10, "{messages} messages in the sample");
+}
+
+#[test]
+fn a_held_turn_compares_as_its_value_does() {
+    for text in [
+        "0",
+        "1",
+        "2",
+        "1.0",
+        "1e0",
+        "-1",
+        "9007199254740991",
+        "9007199254740993",
+        "\"1\"",
+        "null",
+    ] {
+        let value: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+        let held = Message::from_value(&EventType::AssistantAttempt, &json!({ "turn": value }));
+        let Some(num) = held.turn else {
+            panic!("{text}: no turn");
+        };
+        assert_eq!(*num.value(), value, "{text}");
+        for n in [0, 1, 2, 9_007_199_254_740_991] {
+            let expected = crate::json::non_negative_safe_integer(&value) == Some(n);
+            assert_eq!(num.is(n), expected, "{text} is {n}");
+        }
+    }
 }
