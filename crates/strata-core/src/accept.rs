@@ -261,6 +261,10 @@ fn accept_checked(
     // v0 checks contiguity after the payload rules; V2+ first (§5.2 rule 1).
     let legacy_order = context.generation.legacy_check_order();
     if !legacy_order {
+        // Appends too: what a V3 restore refuses is never written.
+        if context.generation.words_rules_as_released() {
+            check_row_sources(&envelope.meta, seq).map_err(locate)?;
+        }
         check_contiguity(context, seq).map_err(locate)?;
     }
     // Appends are shape-checked only in the generation strata writes; older
@@ -343,6 +347,7 @@ fn accept_checked(
         &envelope.meta,
         marker,
     )
+    .map_err(|error| released_wording(context, &envelope.event_type, seq, error))
     .map_err(wrap)
     .map_err(locate)?;
     let event = Event {
@@ -637,11 +642,71 @@ fn meta_is_lossless(meta: &MetaInput) -> bool {
     }
 }
 
+/// E7 of a V3 row, of any type (an opaque one too): upstream's released row decoder reads a
+/// row's `sourceEventSeqs` before it asks whether the row's seq is dense (E8), and refuses a
+/// value that is not an array, or a list of seqs that are not unique and below the row's own.
+/// (Lists of other members, `[start, end]` ranges among them, meet rules 4b–4f later.)
+fn check_row_sources(meta: &MetaInput, seq: Seq) -> Result<(), AcceptError> {
+    if let MetaInput::Raw {
+        sources: Some(RawSources::Value(value)),
+        ..
+    } = meta
+    {
+        if !value.is_array() {
+            return Err(AcceptError::new(
+                Rule::SourceNotArray,
+                "sourceEventSeqs must be an array",
+            ));
+        }
+    }
+    let members: Vec<u64> = match meta {
+        MetaInput::Raw {
+            sources: Some(RawSources::Seqs(seqs)),
+            ..
+        } => seqs.iter().map(|member| member.get()).collect(),
+        MetaInput::Raw {
+            sources: Some(RawSources::Value(Value::Array(items))),
+            ..
+        } => match items
+            .iter()
+            .map(Value::as_u64)
+            .collect::<Option<Vec<u64>>>()
+        {
+            Some(members) => members,
+            None => return Ok(()),
+        },
+        _ => return Ok(()),
+    };
+    let mut sorted = members.clone();
+    sorted.sort_unstable();
+    let unique = sorted.windows(2).all(|pair| pair[0] < pair[1]);
+    let earlier = sorted.last().is_none_or(|last| *last < seq.get());
+    if unique && earlier {
+        return Ok(());
+    }
+    Err(AcceptError::new(
+        if unique {
+            Rule::SourceNotEarlier
+        } else {
+            Rule::SourceDuplicate
+        },
+        RELEASED_SOURCES_TEXT,
+    ))
+}
+
+/// Upstream's released row decoder's refusal of a source list (E7).
+const RELEASED_SOURCES_TEXT: &str = "sourceEventSeqs ranges must contain unique earlier seqs";
+
 fn check_contiguity(context: &Context<'_>, seq: Seq) -> Result<(), AcceptError> {
     if seq == context.expected_seq {
         return Ok(());
     }
     let message = match context.path {
+        // E8, as upstream's released row decoder words it.
+        Path::Seed | Path::Restore if context.generation.words_rules_as_released() => format!(
+            "released v2 row {} has seq gap (expected {}, got {seq})",
+            context.index, context.expected_seq
+        ),
         Path::Seed | Path::Restore => format!(
             "seed event at index {} has seq {} (expected {}); seed must be contiguous from 0",
             context.index, seq, context.expected_seq
@@ -1350,6 +1415,60 @@ fn check_source_list(
 
 /// Rules 6–11: the surface transition against the current state.
 fn plan_relational(context: &Context<'_>, event: &Event) -> Result<SurfacePlan, AcceptError> {
+    plan_fold(context, event)
+        .map_err(|error| released_wording(context, &event.event_type, event.seq, error))
+}
+
+/// An S4–S8 refusal of a V3 event in upstream's released words (docs/rules.md; E7 for a stored
+/// row's source list), strata's own
+/// detail kept where it says more (which nodes are missing, which endpoint is off the surface).
+/// Other refusals, and those of older generations, pass through.
+fn released_wording(
+    context: &Context<'_>,
+    event_type: &EventType,
+    seq: Seq,
+    error: AcceptError,
+) -> AcceptError {
+    if !context.generation.words_rules_as_released() {
+        return error;
+    }
+    let stored = matches!(context.path, Path::Seed | Path::Restore);
+    let tag = event_type.as_str();
+    // The fold names the type upstream's relationship pass sees.
+    let projected = match event_type {
+        EventType::SystemMessage => "user/message",
+        _ => tag,
+    };
+    let message = match error.rule {
+        Rule::AssistantCitesSources => format!(
+            "format v3 assistant/message at seq {seq} embeds its stream and cannot carry sourceEventSeqs"
+        ),
+        Rule::EmptySource | Rule::SourceNotArray => {
+            format!("format v3 {tag} at seq {seq} sourceEventSeqs must be a non-empty array")
+        }
+        // A stored row's list is refused by the row decoder (E7), an appended one by S6.
+        Rule::SourceDuplicate | Rule::SourceNotEarlier if stored => RELEASED_SOURCES_TEXT.into(),
+        Rule::SourceDuplicate | Rule::SourceNotEarlier => {
+            format!("format v3 {tag} at seq {seq} sourceEventSeqs must be unique earlier seqs")
+        }
+        Rule::ReplaceStartNotFound | Rule::ReplaceEndNotFound | Rule::ReplaceEndpointsReversed => {
+            format!(
+                "{projected} replacement range is not on the current surface ({})",
+                error.message
+            )
+        }
+        Rule::ReplaceUncoveredSource => format!(
+            "{projected} replacement sourceEventSeqs omit a shadowed surface node ({})",
+            error.message
+        ),
+        _ => return error,
+    };
+    AcceptError { message, ..error }
+}
+
+/// The surface fold of an accepted event (rules 6–9: the span, its sources, a tool-result
+/// rewrite), in strata's words.
+fn plan_fold(context: &Context<'_>, event: &Event) -> Result<SurfacePlan, AcceptError> {
     let (op, sources) = match event.meta() {
         SurfaceMeta::Surface { op, sources } => (*op, sources.as_deref()),
         SurfaceMeta::LogOnly | SurfaceMeta::Opaque { .. } => return Ok(SurfacePlan::None),

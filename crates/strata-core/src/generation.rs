@@ -99,6 +99,13 @@ impl Generation {
         matches!(self, Generation::V0 | Generation::V1)
     }
 
+    /// Whether the envelope and surface rules speak upstream's released V3 texts
+    /// (docs/rules.md: E7, E8, S4–S8, R56): V3 logs are judged against upstream's released format
+    /// layer; older generations keep the texts of the build that wrote them.
+    pub const fn words_rules_as_released(self) -> bool {
+        matches!(self, Generation::V3)
+    }
+
     /// Whether replace endpoints must reference earlier events (checked event-locally in V3).
     pub const fn checks_endpoints_earlier(self) -> bool {
         matches!(self, Generation::V3)

@@ -239,10 +239,22 @@ impl SessionHeader {
         log_len: u64,
     ) -> Result<u64, AcceptError> {
         let mismatch = |message: &str| Err(AcceptError::new(Rule::SeedMismatch, message));
+        // R56: a V3 log's are upstream's released codec's words.
+        let released = self.generation.words_rules_as_released();
         let count = if self.generation >= Generation::V2 {
             match (self.is_seeded(), last_inherited_marker) {
+                (true, None) if released => {
+                    return mismatch(
+                        "released v2 seeded Session lacks an inherited end-seed marker",
+                    )
+                }
                 (true, None) => {
                     return mismatch("seeded session requires an inherited event count")
+                }
+                (false, Some(_)) if released => {
+                    return mismatch(
+                        "released v2 unseeded Session contains an inherited end-seed marker",
+                    )
                 }
                 (false, Some(_)) => {
                     return mismatch("unseeded session inherited event count must be 0")

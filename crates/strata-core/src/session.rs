@@ -374,29 +374,10 @@ impl Session {
         load(&mut session)?;
         let log_len = session.log.len();
         session.first_live_seq = log_len;
-        let count = if session.generation >= Generation::V2 {
-            let marker = session.last_inherited_marker;
-            match (session.header.is_seeded(), marker) {
-                (true, None) => {
-                    return Err(
-                        seed_error("seeded session requires an inherited event count").into(),
-                    )
-                }
-                (false, Some(_)) => {
-                    return Err(
-                        seed_error("unseeded session inherited event count must be 0").into(),
-                    )
-                }
-                (_, marker) => marker.unwrap_or(0),
-            }
-        } else {
-            // A v0/v1 `seedLength` is only type-checked, never compared with the log
-            // (docs/v0-rules.md, "seedLength"); the count cannot exceed the log.
-            session.header.seed_length().unwrap_or(0).min(log_len)
-        };
-        if count > log_len && session.generation.checks_inherited_count() {
-            return Err(seed_error("session inherited event count exceeds its event log").into());
-        }
+        let count = session
+            .header
+            .inherited_count(session.last_inherited_marker, log_len)
+            .map_err(E::from)?;
         session.inherited_count = count;
         if let Some(cause) = repair {
             let closers = session.open_turn_closers(cause);

@@ -43,9 +43,10 @@ fn a_rejected_row_is_reported_with_restore_text_and_changes_nothing() {
         json!({"type": "turn/start", "seq": 5, "time": 0, "data": {"turn": 1}}),
     );
     let error = verifier.push(bad).unwrap_err();
+    // A V3 log's restore text is upstream's released row decoder's (docs/rules.md, E8).
     assert_eq!(
         error.message,
-        "seed event at index 0 has seq 5 (expected 0); seed must be contiguous from 0"
+        "released v2 row 0 has seq gap (expected 0, got 5)"
     );
     assert_eq!(verifier.n_events(), 0);
 }

@@ -6,7 +6,7 @@
 //! 0 and its replacements, user, assistant and tool messages with tool calls,
 //! compaction-style replaces over random spans citing every shadowed node,
 //! tool-result prunes that change only content, log-only events, and unknown
-//! `ignorable` events with garbage metadata. Each property drives the core
+//! `ignorable` events with garbage `surfaceOp`s. Each property drives the core
 //! through its public API and compares against the model, a fold, a fresh
 //! restore, or the session before a rejected write.
 //!
@@ -337,10 +337,12 @@ impl Model {
                     2 => json!([garbage]),
                     _ => json!(null),
                 };
-                let sources = match garbage % 3 {
-                    0 => json!([9_999, 9_999]),
-                    1 => json!("garbage"),
-                    _ => json!([]),
+                // Upstream's row decoder reads every row's sources (docs/rules.md, E7): an
+                // opaque event keeps any list it admits, `[start, end]` ranges included.
+                let sources = if garbage % 3 == 0 && self.next_seq() > 0 {
+                    json!([[0, self.next_seq() - 1]])
+                } else {
+                    json!([])
                 };
                 let event_type = if garbage % 2 == 0 { "x-plugin/event" } else { "tool/code-dispatch" };
                 self.push_ignorable(event_type, op, sources);
@@ -466,8 +468,10 @@ pub(crate) fn bad_candidate(session: &Session, kind: usize, pick: usize) -> (Can
             // Endpoints at or after the candidate itself.
             3 => {
                 let op = json!({"op": "replace", "startSeq": next, "endSeq": next});
+                // Sources below the candidate: a later one is refused first (E7).
+                let sources = if next == 0 { json!([]) } else { json!([0]) };
                 return (
-                    Candidate::dynamic("user/message", user(), Some(op), Some(json!([0]))),
+                    Candidate::dynamic("user/message", user(), Some(op), Some(sources)),
                     Rule::ReplaceEndpointsNotEarlier,
                 );
             }
@@ -509,7 +513,8 @@ pub(crate) fn bad_candidate(session: &Session, kind: usize, pick: usize) -> (Can
                         "assistant/message",
                         data,
                         Some(json!("append")),
-                        Some(json!([0])),
+                        // Not even `[]`; a later seq would be refused first (E7).
+                        Some(if next == 0 { json!([]) } else { json!([0]) }),
                     ),
                     Rule::AssistantCitesSources,
                 );
@@ -919,12 +924,8 @@ fn mutate_row(row: &Value, next: u64, kind: usize) -> Option<(Value, Vec<Rule>)>
                 .unwrap_or_default();
             sources.push(json!(next));
             map.insert("sourceEventSeqs".into(), json!(sources));
-            let rule = if event_type == "assistant/message" {
-                Rule::AssistantCitesSources
-            } else {
-                Rule::SourceNotEarlier
-            };
-            Some((row, vec![rule]))
+            // The row decoder reads the list before the assistant rule (docs/rules.md, E7).
+            Some((row, vec![Rule::SourceNotEarlier]))
         }
         _ => None,
     }

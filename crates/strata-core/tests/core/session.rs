@@ -552,14 +552,15 @@ fn session_9_1_seed_header_and_inherited_count_agree() {
         )),
         "seeded session constructor seed must equal its inherited prefix"
     );
-    // A seeded restore needs its tagged marker; an unseeded one must not have one.
+    // A seeded restore needs its tagged marker; an unseeded one must not have one (in
+    // upstream's released codec's words, docs/rules.md R56).
     assert_eq!(
         message(Session::restore(
             seeded_header("c", true),
             raw_events(&log),
             crate::harness::SURFACE_ONLY
         )),
-        "seeded session requires an inherited event count"
+        "released v2 seeded Session lacks an inherited end-seed marker"
     );
     let tagged = rows(
         r#"
@@ -574,7 +575,7 @@ fn session_9_1_seed_header_and_inherited_count_agree() {
             raw_events(&tagged),
             crate::harness::SURFACE_ONLY
         )),
-        "unseeded session inherited event count must be 0"
+        "released v2 unseeded Session contains an inherited end-seed marker"
     );
     let child = Session::restore(
         seeded_header("c", true),

@@ -193,7 +193,8 @@ fn surface_26_failed_candidate_then_append_grows_same_surface() {
     assert_eq!(error.rule, strata_core::Rule::ReplaceUncoveredSource);
     assert_eq!(
         error.message,
-        "surface replace: sourceEventSeqs must include every shadowed surface node; missing 0"
+        "assistant/message replacement sourceEventSeqs omit a shadowed surface node \
+         (surface replace: sourceEventSeqs must include every shadowed surface node; missing 0)"
     );
     assert_eq!(Snapshot::of(&session), before);
     let user = payload::UserMessage {
