@@ -82,6 +82,10 @@ pub(crate) struct Context<'a> {
     pub expected_seq: Seq,
     /// The candidate's index in a seed or restored log.
     pub index: u64,
+    /// The system head state before the candidate, when the head rules (S9–S13) apply:
+    /// upstream judges them before its surface fold, so a replacement failing both is
+    /// refused by its head rule ([`plan_relational`]).
+    pub head: Option<&'a crate::relations::Head>,
 }
 
 /// A candidate's surface metadata before validation.
@@ -559,6 +563,7 @@ pub fn check_stored_message(generation: Generation, raw: &RawEvent) -> Result<()
         lookup: &lookup,
         expected_seq: Seq::ZERO,
         index: 0,
+        head: None,
     };
     let who = Who {
         event_type: &event_type,
@@ -1415,8 +1420,17 @@ fn check_source_list(
 
 /// Rules 6–11: the surface transition against the current state.
 fn plan_relational(context: &Context<'_>, event: &Event) -> Result<SurfacePlan, AcceptError> {
-    plan_fold(context, event)
-        .map_err(|error| released_wording(context, &event.event_type, event.seq, error))
+    plan_fold(context, event).map_err(|error| {
+        // Upstream's first pass (the head rules) precedes its fold (docs/rules.md,
+        // "Evaluation order").
+        let head_error = context
+            .head
+            .and_then(|head| crate::relations::head_rules_of(head, event).err());
+        match head_error {
+            Some(head_error) => head_error,
+            None => released_wording(context, &event.event_type, event.seq, error),
+        }
+    })
 }
 
 /// An S4–S8 refusal of a V3 event in upstream's released words (docs/rules.md; E7 for a stored

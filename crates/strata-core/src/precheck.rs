@@ -88,6 +88,7 @@ impl PrecheckedRow {
             lookup: &empty,
             expected_seq,
             index,
+            head: None,
         };
         match accept_row_local(&context, raw, prepared) {
             Ok(event) => {

@@ -544,7 +544,13 @@ impl Session {
             lookup: &self.log,
             expected_seq,
             index,
+            head: self.head_rules(),
         }
+    }
+
+    /// The head state the head rules read, when they apply (V3, not surface-only).
+    fn head_rules(&self) -> Option<&crate::relations::Head> {
+        (self.generation == Generation::V3 && !self.surface_only).then(|| self.relations.head())
     }
 
     /// The refusal a seed or restore reports, given the first one found at some row and the
@@ -675,6 +681,7 @@ impl Session {
             lookup: &self.log,
             expected_seq: seq,
             index: seq.get(),
+            head: self.head_rules(),
         };
         let (event, surface) = accept_envelope(&context, envelope)?;
         let change = self.relate(&context, &event)?;
@@ -1352,6 +1359,7 @@ impl Session {
             lookup: &self.log,
             expected_seq: seq,
             index: seq.get(),
+            head: None,
         };
         accept_row_local(&context, raw, None).map_err(|error| {
             ResumeError::mismatch(
@@ -1431,6 +1439,7 @@ pub fn fold_window(
                 lookup: &lookup,
                 expected_seq,
                 index: offset as u64,
+                head: None,
             };
             match crate::accept::decode_envelope(raw, generation) {
                 Some(envelope) => accept_envelope(&context, envelope)?,

@@ -112,6 +112,8 @@ impl Verifier {
                 lookup: &lookup,
                 expected_seq,
                 index: self.n_events,
+                head: (self.header.generation() == crate::generation::Generation::V3)
+                    .then(|| self.relations.head()),
             };
             let (event, plan) = accept_raw(&context, raw)?;
             // Row by row, so in seq order: R39 is judged without its look-ahead and a

@@ -29,10 +29,6 @@ const OLDER_GENERATIONS_ONLY: &[Rule] = &[
 /// (session-core §3.2, §5.5).
 const NOT_RAISED_BY_CORE: &[Rule] = &[
     Rule::UnknownType,
-    // strata's rule 10 (`system-head-protected`) fires first and carries upstream's S11/S12
-    // texts (see `relations_60`, `relations_61`).
-    Rule::SystemReplacesHeadInexactly,
-    Rule::ReplacementShadowsHead,
     // Upstream's P9 (`system message requires plugin source`) is checked first (docs/rules.md).
     Rule::SystemNoPluginSource,
     // R48 follows a turn boundary inside the bracket, whose R39 the bracket's own
