@@ -393,7 +393,7 @@ fn a_seq_gap_in_a_file_is_judged_by_the_core_rule() {
         .assert()
         .code(1)
         .stdout(predicate::str::contains(
-            "seq 9: seq-not-contiguous: seed event at index 8 has seq 9 (expected 8)",
+            "seq 9: seq-not-contiguous: released v2 row 8 has seq gap (expected 8, got 9)",
         ));
     let text = std::fs::read(gap.path()).expect("gap");
     let header_end = text.iter().position(|&b| b == b'\n').expect("header") + 1;
