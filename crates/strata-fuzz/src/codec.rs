@@ -34,7 +34,11 @@ fn read_rows(data: &[u8]) -> Option<(strata_core::SessionHeader, Vec<RawEvent>)>
             Err(_) => {}
         }
     }
-    let _ = (reader.committed_offset(), reader.torn_tail(), reader.header_end());
+    let _ = (
+        reader.committed_offset(),
+        reader.torn_tail(),
+        reader.header_end(),
+    );
     Some((reader.header().clone(), rows))
 }
 
@@ -68,12 +72,12 @@ pub fn accept(data: &[u8]) {
     };
     let options = SeedOptions::default();
     let mut verifier = Verifier::new(header.clone());
-    for row in rows.iter().cloned() {
-        if verifier.push(row).is_err() {
-            break;
-        }
-    }
-    let verified = verifier.finish();
+    // A rejected row changes nothing: the verdict is the first rejection, else `finish`'s.
+    let pushed = rows
+        .iter()
+        .cloned()
+        .try_for_each(|row| verifier.push(row));
+    let verified = pushed.and_then(|()| verifier.finish().map(drop));
     let restored = Session::restore(header.clone(), rows.iter().cloned(), options);
     if let Ok(session) = &restored {
         let _ = session.derive_messages();
@@ -92,12 +96,8 @@ pub fn accept(data: &[u8]) {
         .cloned()
         .enumerate()
         .map(|(index, raw)| PrecheckedRow::check(generation, index as u64, raw));
-    let repaired = Session::restore_prechecked(
-        header,
-        prechecked,
-        options,
-        Some(CloseCause::Interrupted),
-    );
+    let repaired =
+        Session::restore_prechecked(header, prechecked, options, Some(CloseCause::Interrupted));
     if let Ok(session) = repaired {
         let _ = session.derive_messages();
     }
