@@ -3,9 +3,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use strata_core::{
-    EventSource, RawEvent, Seq, SeedOptions, Session, SessionHeader, SourceError,
-};
+use strata_core::{EventSource, RawEvent, SeedOptions, Seq, Session, SessionHeader, SourceError};
 use strata_store::fuzzing::{decode_checkpoint, fnv64_hex, IndexIdentity, OffsetIndex};
 use strata_store::{JsonlReader, ReaderOptions, CHECKPOINT_MAGIC};
 

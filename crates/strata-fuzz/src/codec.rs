@@ -26,13 +26,10 @@ fn read_rows(data: &[u8]) -> Option<(strata_core::SessionHeader, Vec<RawEvent>)>
     let (options, log) = reader_options(data);
     let mut reader = JsonlReader::new(log, options).ok()?;
     let mut rows = Vec::new();
-    for row in reader.by_ref() {
-        match row {
-            Ok(EventLine { event, .. }) => rows.push(event),
-            // A bad line is reported and reading goes on; the rows so far are what a store
-            // would refuse the log with, so they are judged as they are.
-            Err(_) => {}
-        }
+    // A bad line is reported and reading goes on; the good rows are judged as they are (a
+    // gap in their seqs is the core's to refuse).
+    for EventLine { event, .. } in reader.by_ref().flatten() {
+        rows.push(event);
     }
     let _ = (
         reader.committed_offset(),

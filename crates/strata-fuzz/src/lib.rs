@@ -51,7 +51,9 @@ pub(crate) fn scratch() -> &'static std::path::Path {
     static DIR: OnceLock<Option<tempfile::TempDir>> = OnceLock::new();
     let dir = DIR.get_or_init(|| {
         let shm = std::path::Path::new("/dev/shm");
-        let builder = tempfile::Builder::new().prefix("strata-fuzz-").tempdir_in(shm);
+        let builder = tempfile::Builder::new()
+            .prefix("strata-fuzz-")
+            .tempdir_in(shm);
         builder.or_else(|_| tempfile::tempdir()).ok()
     });
     match dir {

@@ -66,7 +66,9 @@ fn legacy_logs(root: &Path) -> Vec<(String, Vec<u8>)> {
         let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
             continue;
         };
-        let mut paths: Vec<_> = entries.filter_map(|entry| Some(entry.ok()?.path())).collect();
+        let mut paths: Vec<_> = entries
+            .filter_map(|entry| Some(entry.ok()?.path()))
+            .collect();
         paths.sort();
         for path in paths {
             if path.extension().is_some_and(|ext| ext == "jsonl") {
@@ -301,8 +303,12 @@ fn offset_index_seeds() -> Vec<Seed> {
         out.extend_from_slice(&check.to_le_bytes());
         out
     };
-    let raw: Vec<u8> = (0..8).flat_map(|seq| entry(seq, 200 + seq * 90, 0)).collect();
-    let zstd: Vec<u8> = (0..8).flat_map(|seq| entry(seq, 64, seq as u32 * 90)).collect();
+    let raw: Vec<u8> = (0..8)
+        .flat_map(|seq| entry(seq, 200 + seq * 90, 0))
+        .collect();
+    let zstd: Vec<u8> = (0..8)
+        .flat_map(|seq| entry(seq, 64, seq as u32 * 90))
+        .collect();
     let mut damaged = raw.clone();
     damaged[16 * 3 + 2] ^= 0xff;
     damaged.truncate(damaged.len() - 5);

@@ -53,5 +53,8 @@ pub fn sse(data: &[u8]) {
         assert!(!terminal, "the SSE decoder yielded after its terminal item");
         terminal = matches!(item, Ok(StreamEvent::Finish { .. }) | Err(_));
     }
-    assert!(terminal, "the SSE stream ended without a Finish or an error");
+    assert!(
+        terminal,
+        "the SSE stream ended without a Finish or an error"
+    );
 }

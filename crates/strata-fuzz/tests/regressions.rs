@@ -44,7 +44,11 @@ fn every_target_has_seeds() {
         let seeds = strata_fuzz::seeds::corpus(target, &repo_root());
         assert!(!seeds.is_empty(), "{target} has no seeds");
         for (name, seed) in &seeds {
-            let harness = strata_fuzz::TARGETS.iter().find(|(t, _)| t == target).unwrap().1;
+            let harness = strata_fuzz::TARGETS
+                .iter()
+                .find(|(t, _)| t == target)
+                .unwrap()
+                .1;
             let outcome = std::panic::catch_unwind(|| harness(seed));
             assert!(outcome.is_ok(), "{target} panics on its seed {name}");
         }
