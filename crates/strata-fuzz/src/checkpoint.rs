@@ -62,15 +62,17 @@ pub(crate) fn record(body: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The input is a checkpoint record's JSON body: decoded as the store decodes a sidecar, then,
-/// when it covers at most the base log, resumed by the core against that log (the rows after
+/// The input is a checkpoint record's JSON body: decoded as the store decodes a sidecar (bounded
+/// by the base log's length), then, when it covers at most the base log, resumed by the core against that log (the rows after
 /// it as the tail) and its lazily held events fetched.
 pub fn checkpoint(data: &[u8]) {
-    let _ = decode_checkpoint(data);
-    let Ok((_, _, checkpoint)) = decode_checkpoint(&record(data)) else {
+    let Some(base) = base() else {
         return;
     };
-    let Some(base) = base() else {
+    // What a store passes: how many events the log holds (here, the base log).
+    let max_events = base.rows.len() as u64;
+    let _ = decode_checkpoint(data, max_events);
+    let Ok((_, _, checkpoint)) = decode_checkpoint(&record(data), max_events) else {
         return;
     };
     let Ok(covered) = usize::try_from(checkpoint.n_events) else {

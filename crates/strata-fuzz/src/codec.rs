@@ -70,10 +70,7 @@ pub fn accept(data: &[u8]) {
     let options = SeedOptions::default();
     let mut verifier = Verifier::new(header.clone());
     // A rejected row changes nothing: the verdict is the first rejection, else `finish`'s.
-    let pushed = rows
-        .iter()
-        .cloned()
-        .try_for_each(|row| verifier.push(row));
+    let pushed = rows.iter().cloned().try_for_each(|row| verifier.push(row));
     let verified = pushed.and_then(|()| verifier.finish().map(drop));
     let restored = Session::restore(header.clone(), rows.iter().cloned(), options);
     if let Ok(session) = &restored {
