@@ -104,7 +104,7 @@ const IDENTITY: IndexIdentity = IndexIdentity {
 };
 
 /// The input is an offset index file. A first byte with the low bit set: the rest is the
-/// entries after a header of [`IDENTITY`] (so the reader gets past the header check); clear,
+/// entries after a header of `IDENTITY` (so the reader gets past the header check); clear,
 /// the rest is the whole file. Every entry slot is then looked up, and a few past the end.
 pub fn offset_index(data: &[u8]) {
     let (first, rest) = data.split_first().unwrap_or((&0, data));

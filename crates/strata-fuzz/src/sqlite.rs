@@ -52,7 +52,7 @@ fn column(field: &[u8]) -> SqlValue {
 }
 
 /// Rows are `\n`-separated, their columns `\t`-separated in the order `type`, `time`, `data`,
-/// `source_event_seqs`, `surface_op`, `ignorable` (missing ones NULL; see [`column`]). A row
+/// `source_event_seqs`, `surface_op`, `ignorable` (missing ones NULL; see `column`). A row
 /// the table's constraints refuse is skipped; `next_seq` is set to the rows stored. The store
 /// then reads the log (the row decoder) and loads it (the core's rules).
 pub fn sqlite_rows(data: &[u8]) {
