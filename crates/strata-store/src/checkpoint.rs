@@ -186,7 +186,15 @@ pub fn encode(id: &str, checkpoint: &Checkpoint, evidence: &Evidence) -> Vec<u8>
 }
 
 /// Decodes a record: the session id it names, its evidence and the checkpoint.
-pub fn decode(bytes: &[u8]) -> Result<(String, Evidence, Checkpoint), CheckpointRecordError> {
+///
+/// `max_events` is how many events the log can hold at most (its offset index's slots, its
+/// `next_seq`): a record covering more is refused before its node runs are expanded, since a
+/// run of a few bytes names up to `n_events` seqs and the record's checksum is no proof that
+/// the count is real (a damaged or foreign record made the decoder allocate without bound).
+pub fn decode(
+    bytes: &[u8],
+    max_events: u64,
+) -> Result<(String, Evidence, Checkpoint), CheckpointRecordError> {
     let mut lines = bytes.splitn(4, |byte| *byte == b'\n');
     let magic = lines.next().unwrap_or_default();
     if magic != CHECKPOINT_MAGIC.as_bytes() {
@@ -213,6 +221,11 @@ pub fn decode(bytes: &[u8]) -> Result<(String, Evidence, Checkpoint), Checkpoint
     let shape = |detail: String| CheckpointRecordError::Shape { detail };
     let seq = |value: u64| Seq::new(value).map_err(|error| shape(error.to_string()));
     let n_events = body.evidence.n_events;
+    if n_events > max_events {
+        return Err(shape(format!(
+            "it covers {n_events} events, more than the {max_events} the log can hold"
+        )));
+    }
     let mut nodes = Vec::new();
     for [first, len] in body.nodes {
         // Nodes are distinct seqs below `n_events`: a longer list is not a checkpoint.

@@ -36,8 +36,8 @@ pub const INDEX_FILE_NAME: &str = "session.v3.idx";
 
 const MAGIC: &[u8; 8] = b"STRAIDX\0";
 const VERSION: u32 = 1;
-const HEADER_LEN: u64 = 48;
-const ENTRY_LEN: u64 = 16;
+pub(crate) const HEADER_LEN: u64 = 48;
+pub(crate) const ENTRY_LEN: u64 = 16;
 
 /// Where a record starts (see the module docs for the two meanings).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

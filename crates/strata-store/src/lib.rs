@@ -65,6 +65,18 @@ pub mod legacy;
 pub mod migrate;
 pub mod synth;
 
+/// The sidecar and frame decoders that only the store's own paths call, reachable by the fuzz
+/// harnesses of `crates/strata-fuzz`: through the public store path, a self-hashed checkpoint
+/// record or an index entry's check would stop almost every mutated input before the decoder.
+/// Not part of the API.
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::checkpoint::{decode as decode_checkpoint, encode as encode_checkpoint};
+    pub use crate::checkpoint::{fnv64, fnv64_hex};
+    pub use crate::index::{IndexIdentity, OffsetIndex, RecordPos};
+    pub use crate::zstd::{decompress as decompress_frame, recoverable_prefix};
+}
+
 /// The README's Rust examples (the core's and the store's), compiled and run as doctests here:
 /// this is the lowest crate that can compile both.
 #[cfg(doctest)]

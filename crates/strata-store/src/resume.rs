@@ -31,7 +31,10 @@ use crate::checkpoint::{self, fnv64, fnv64_hex, Evidence};
 use crate::codec::{decode_event_line, Location};
 use crate::error::StoreError;
 use crate::frames::scan_frames;
-use crate::index::{IndexIdentity, OffsetIndex, RecordPos, INDEX_FILE_NAME};
+use crate::index::{
+    IndexIdentity, OffsetIndex, RecordPos, ENTRY_LEN as INDEX_ENTRY_LEN,
+    HEADER_LEN as INDEX_HEADER_LEN, INDEX_FILE_NAME,
+};
 use crate::jsonl::ensure_not_shrunk;
 use crate::lines::{LineScanner, LineScannerConfig};
 use crate::store::{Batch, EventRows, LogAppender, LogStream, ResumePoint, TornInfo};
@@ -160,8 +163,12 @@ fn verify(log: &Path, zstd: bool, id: &str, max_record_len: usize) -> Result<Ver
         return Err(format!("{len} bytes is too large for a checkpoint"));
     }
     let bytes = fs::read(&path).map_err(|error| error.to_string())?;
+    // The offset index has a slot for every covered event (checked below): its size bounds
+    // what the record may claim before the record is expanded.
+    let index_len = fs::metadata(sidecar(log, INDEX_FILE_NAME)).map_or(0, |meta| meta.len());
+    let max_events = index_len.saturating_sub(INDEX_HEADER_LEN) / INDEX_ENTRY_LEN;
     let (session_id, evidence, checkpoint) =
-        checkpoint::decode(&bytes).map_err(|error| error.to_string())?;
+        checkpoint::decode(&bytes, max_events).map_err(|error| error.to_string())?;
     if session_id != id {
         return Err(format!("it names session {session_id:?}"));
     }

@@ -347,7 +347,9 @@ impl SqliteBackend {
             let Some(record) = record else {
                 return Ok(None);
             };
-            let Ok((session_id, evidence, checkpoint)) = crate::checkpoint::decode(&record) else {
+            let Ok((session_id, evidence, checkpoint)) =
+                crate::checkpoint::decode(&record, next_seq)
+            else {
                 return Ok(None);
             };
             let fits = session_id == id

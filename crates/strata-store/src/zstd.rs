@@ -319,7 +319,7 @@ impl Read for ZstdStream {
 
 /// Decompresses one frame into `out` (cleared first). With `complete`, the frame must end
 /// (checksum verified by the decoder); without it, whatever the available bytes yield before
-/// they run out or stop decoding is kept, as [`ZstdStream`] serves a torn frame.
+/// they run out or stop decoding is kept, as `ZstdStream` serves a torn frame.
 pub fn decompress(
     decoder: &mut Decoder<'static>,
     frame: &[u8],

@@ -40,7 +40,7 @@ where
     B: AsRef<[u8]> + Send + 'static,
 {
     Box::pin(SseEvents {
-        sse: Box::pin(bytes.eventsource()),
+        sse: Box::pin(BomStripped::new(bytes).eventsource()),
         decoder: ChunkDecoder::new(request_id),
         pending: VecDeque::new(),
     })
@@ -48,13 +48,13 @@ where
 
 type Item = Result<StreamEvent, LlmError>;
 
-struct SseEvents<S> {
-    sse: Pin<Box<eventsource_stream::EventStream<S>>>,
+struct SseEvents<S, B> {
+    sse: Pin<Box<eventsource_stream::EventStream<BomStripped<S, B>>>>,
     decoder: ChunkDecoder,
     pending: VecDeque<Item>,
 }
 
-impl<S, B> Stream for SseEvents<S>
+impl<S, B> Stream for SseEvents<S, B>
 where
     S: Stream<Item = Result<B, LlmError>>,
     B: AsRef<[u8]>,
@@ -75,6 +75,111 @@ where
                 Poll::Ready(Some(Ok(event))) => this.decoder.on_event(&event, &mut this.pending),
                 Poll::Ready(Some(Err(error))) => this.decoder.on_error(error, &mut this.pending),
                 Poll::Ready(None) => this.decoder.on_eof(&mut this.pending),
+            }
+        }
+    }
+}
+
+/// The body as `eventsource-stream` must see it: its one leading UTF-8 byte-order mark
+/// stripped (the SSE spec strips exactly one), then a `:` comment line put first.
+///
+/// `eventsource-stream` 0.2.3 strips a leading BOM itself by slicing its first string at byte 1,
+/// inside the 3-byte character: a body starting with a BOM panicked the client (found by the
+/// `sse` fuzz target). Behind the comment line the parser never sees a BOM first, and a second
+/// BOM stays part of the first line, as the spec says.
+struct BomStripped<S, B> {
+    inner: Pin<Box<S>>,
+    /// The body's first bytes while they may still be a BOM; `None` once decided.
+    head: Option<Vec<u8>>,
+    /// Whether the comment line has been sent.
+    started: bool,
+    /// The end (or error) that came while bytes were held, served after them.
+    end: Option<Option<Result<B, LlmError>>>,
+}
+
+const BOM: &[u8] = "\u{feff}".as_bytes();
+
+// Nothing of `S` or `B` is pinned in place: `inner` is boxed, the held end only moved.
+impl<S, B> Unpin for BomStripped<S, B> {}
+
+impl<S, B> BomStripped<S, B> {
+    fn new(inner: S) -> BomStripped<S, B> {
+        BomStripped {
+            inner: Box::pin(inner),
+            head: Some(Vec::new()),
+            started: false,
+            end: None,
+        }
+    }
+}
+
+/// A chunk of the stripped body: the comment line, the bytes held while looking for the BOM,
+/// or a chunk passed through as it came.
+enum BodyChunk<B> {
+    Owned(Vec<u8>),
+    Passed(B),
+}
+
+impl<B: AsRef<[u8]>> AsRef<[u8]> for BodyChunk<B> {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            BodyChunk::Owned(bytes) => bytes,
+            BodyChunk::Passed(bytes) => bytes.as_ref(),
+        }
+    }
+}
+
+impl<S, B> Stream for BomStripped<S, B>
+where
+    S: Stream<Item = Result<B, LlmError>>,
+    B: AsRef<[u8]>,
+{
+    type Item = Result<BodyChunk<B>, LlmError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if !this.started {
+            this.started = true;
+            return Poll::Ready(Some(Ok(BodyChunk::Owned(b":\n".to_vec()))));
+        }
+        if let Some(end) = this.end.take() {
+            return Poll::Ready(end.map(|item| item.map(BodyChunk::Passed)));
+        }
+        loop {
+            let Some(head) = this.head.as_mut() else {
+                return this
+                    .inner
+                    .as_mut()
+                    .poll_next(cx)
+                    .map(|item| item.map(|chunk| chunk.map(BodyChunk::Passed)));
+            };
+            match this.inner.as_mut().poll_next(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(Ok(chunk))) => {
+                    head.extend_from_slice(chunk.as_ref());
+                    let n = head.len().min(BOM.len());
+                    if head[..n] != BOM[..n] {
+                        let held = std::mem::take(head);
+                        this.head = None;
+                        return Poll::Ready(Some(Ok(BodyChunk::Owned(held))));
+                    }
+                    if head.len() >= BOM.len() {
+                        let rest = head.split_off(BOM.len());
+                        this.head = None;
+                        return Poll::Ready(Some(Ok(BodyChunk::Owned(rest))));
+                    }
+                }
+                // The body ends, or breaks, inside what could have been a BOM: what was held
+                // goes first.
+                Poll::Ready(other) => {
+                    let held = std::mem::take(head);
+                    this.head = None;
+                    if held.is_empty() {
+                        return Poll::Ready(other.map(|item| item.map(BodyChunk::Passed)));
+                    }
+                    this.end = Some(other);
+                    return Poll::Ready(Some(Ok(BodyChunk::Owned(held))));
+                }
             }
         }
     }

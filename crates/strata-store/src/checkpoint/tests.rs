@@ -83,7 +83,7 @@ fn relations() -> strata_core::Relations {
 #[test]
 fn checkpoint_record_round_trips() {
     let record = encode("s1", &sample(), &evidence(40));
-    let (id, found_evidence, checkpoint) = decode(&record).unwrap();
+    let (id, found_evidence, checkpoint) = decode(&record, u64::MAX).unwrap();
     assert_eq!(id, "s1");
     assert_eq!(found_evidence, evidence(40));
     assert_eq!(checkpoint, sample());
@@ -104,14 +104,14 @@ fn checkpoint_record_round_trips_a_generated_session() {
     .unwrap();
     let checkpoint = session.checkpoint().unwrap();
     let record = encode("synthetic", &checkpoint, &evidence(checkpoint.n_events));
-    assert_eq!(decode(&record).unwrap().2, checkpoint);
+    assert_eq!(decode(&record, u64::MAX).unwrap().2, checkpoint);
 }
 
 #[test]
 fn torn_checkpoint_records_are_set_aside_at_every_length() {
     let record = encode("s1", &sample(), &evidence(40));
     for len in 0..record.len() {
-        let error = decode(&record[..len]).unwrap_err();
+        let error = decode(&record[..len], u64::MAX).unwrap_err();
         assert!(
             matches!(
                 error,
@@ -130,17 +130,17 @@ fn damaged_checkpoint_records_are_set_aside() {
     for at in (body_start..record.len() - 18).step_by(7) {
         let mut damaged = record.clone();
         damaged[at] ^= 0x20;
-        assert!(decode(&damaged).is_err(), "byte {at}");
+        assert!(decode(&damaged, u64::MAX).is_err(), "byte {at}");
     }
     // Zeroed pages, as a crash may leave them.
-    assert!(decode(&vec![0; record.len()]).is_err());
+    assert!(decode(&vec![0; record.len()], u64::MAX).is_err());
 }
 
 #[test]
 fn other_versions_are_refused_by_name() {
     let mut record = encode("s1", &sample(), &evidence(40));
     record[CHECKPOINT_MAGIC.len() - 1] = b'2';
-    let error = decode(&record).unwrap_err();
+    let error = decode(&record, u64::MAX).unwrap_err();
     assert_eq!(
         error,
         CheckpointRecordError::Version {
@@ -166,9 +166,36 @@ fn a_record_claiming_more_nodes_than_events_is_refused() {
     lines[1] = &body;
     lines[2] = &sum;
     record = format!("{}\n", lines.join("\n")).into_bytes();
-    let error = decode(&record).unwrap_err();
+    let error = decode(&record, u64::MAX).unwrap_err();
     assert!(
         matches!(error, CheckpointRecordError::Shape { .. }),
         "{error}"
     );
+}
+
+/// A well-formed record claiming billions of events is refused before its node runs expand:
+/// the log bounds what it may cover (found by the `checkpoint` fuzz target: a 1.5 KB record
+/// made the decoder allocate tens of gigabytes).
+#[test]
+fn a_record_covering_more_events_than_the_log_holds_is_refused_before_expanding() {
+    let checkpoint = sample();
+    let record = encode("s1", &checkpoint, &evidence(40));
+    let text = String::from_utf8(record).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let body = lines[1]
+        .replace("\"nEvents\":40", "\"nEvents\":9000000000000")
+        .replacen("\"nodes\":[", "\"nodes\":[[0,4000000000],", 1);
+    assert_ne!(body, lines[1]);
+    let sum = fnv64_hex(body.as_bytes());
+    lines[1] = &body;
+    lines[2] = &sum;
+    let record = format!("{}\n", lines.join("\n")).into_bytes();
+    let error = decode(&record, 40).unwrap_err();
+    assert!(
+        matches!(error, CheckpointRecordError::Shape { .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("more than the 40"), "{error}");
+    assert!(decode(&encode("s1", &checkpoint, &evidence(40)), 40).is_ok());
+    assert!(decode(&encode("s1", &checkpoint, &evidence(40)), 39).is_err());
 }

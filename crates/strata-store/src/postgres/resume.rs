@@ -99,7 +99,8 @@ impl PostgresBackend {
         let Some(record) = record else {
             return Ok(None);
         };
-        let Ok((session_id, evidence, checkpoint)) = crate::checkpoint::decode(record) else {
+        let Ok((session_id, evidence, checkpoint)) = crate::checkpoint::decode(record, next_seq)
+        else {
             return Ok(None);
         };
         let covers = session_id == id

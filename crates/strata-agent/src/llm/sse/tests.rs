@@ -291,3 +291,25 @@ fn excerpt_cuts_on_char_boundaries() {
     assert!(cut.ends_with('…'));
     assert_eq!(excerpt("short"), "short");
 }
+
+/// One leading byte-order mark is stripped (the SSE spec), in any read split; it used to panic
+/// inside `eventsource-stream` (found by the `sse` fuzz target). A second one is part of the
+/// first line, which is then not a `data` line.
+#[tokio::test]
+async fn a_leading_bom_is_stripped_once() {
+    let body = format!("\u{feff}{}", deepseek_body());
+    for read_len in [0, 1, 2, 3, 5] {
+        assert_eq!(
+            decode_in_reads(body.as_bytes(), read_len).await,
+            deepseek_events()
+        );
+    }
+    let twice = format!("\u{feff}\u{feff}{}", data(ROLE));
+    let events = decode(&twice).await;
+    assert!(matches!(events.as_slice(), [Err(_)]), "{events:?}");
+    // A body that is only part of a BOM ends as an empty body does.
+    assert_eq!(
+        decode_in_reads(&[0xef, 0xbb], 1).await.len(),
+        decode("").await.len()
+    );
+}

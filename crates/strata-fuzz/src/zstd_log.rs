@@ -1,0 +1,59 @@
+//! zstd frames: a `.zstd` V3 log read the way a store reads it, and the frame scanner.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use strata_store::fuzzing::{decompress_frame, recoverable_prefix};
+use strata_store::{read_log, scan_frames};
+
+/// The input as a log file. A first byte with the low bit clear: the rest is the file as it
+/// is (frames, their checksums and any damage are the fuzzer's). Set: the rest is plaintext,
+/// cut at each `0x1e` byte into pieces that become one checksummed frame each, so mutations
+/// reach the reader's frame and line logic past the checksums; bit 1 then tears the last
+/// frame in half, as a crash mid-append leaves it.
+fn file_bytes(data: &[u8]) -> Vec<u8> {
+    let (first, rest) = data.split_first().unwrap_or((&0, data));
+    if first & 1 == 0 {
+        return rest.to_vec();
+    }
+    let mut out = Vec::new();
+    let mut last_start = 0;
+    for piece in crate::fields(rest, 0x1e) {
+        let mut encoder = match zstd::bulk::Compressor::new(1) {
+            Ok(encoder) => encoder,
+            Err(_) => return Vec::new(),
+        };
+        let _ = encoder.include_checksum(true);
+        let Ok(frame) = encoder.compress(piece) else {
+            return Vec::new();
+        };
+        last_start = out.len();
+        out.extend_from_slice(&frame);
+    }
+    if first & 2 != 0 {
+        let cut = last_start + (out.len() - last_start) / 2;
+        out.truncate(cut);
+    }
+    out
+}
+
+/// The zstd reader of a JSONL store (`read_log` on a `.zstd` file: frame stream, torn final
+/// frame, then the line codec), the frame scanner, and one-frame decompression, complete and
+/// torn.
+pub fn zstd_log(data: &[u8]) {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let bytes = file_bytes(data);
+    let _ = scan_frames(&bytes);
+    if let Ok(mut decoder) = zstd::stream::raw::Decoder::new() {
+        let mut plain = Vec::new();
+        for complete in [true, false] {
+            if decompress_frame(&mut decoder, &bytes, &mut plain, complete).is_ok() {
+                let _ = recoverable_prefix(&plain);
+            }
+        }
+    }
+    let n = NEXT.fetch_add(1, Ordering::Relaxed) % 4;
+    let path = crate::scratch().join(format!("zstd-{n}.v3.jsonl.zstd"));
+    if std::fs::write(&path, &bytes).is_ok() {
+        let _ = read_log(&path);
+    }
+}
