@@ -668,7 +668,14 @@ fn check_row_sources(meta: &MetaInput, seq: Seq) -> Result<(), AcceptError> {
         MetaInput::Raw {
             sources: Some(RawSources::Seqs(seqs)),
             ..
-        } => seqs.iter().map(|member| member.get()).collect(),
+        } => {
+            // A writer's list is ascending: judged without a copy (this runs on every load).
+            let ascending = seqs.windows(2).all(|pair| pair[0] < pair[1]);
+            if ascending && seqs.last().is_none_or(|last| *last < seq) {
+                return Ok(());
+            }
+            seqs.iter().map(|member| member.get()).collect()
+        }
         MetaInput::Raw {
             sources: Some(RawSources::Value(Value::Array(items))),
             ..
@@ -682,7 +689,7 @@ fn check_row_sources(meta: &MetaInput, seq: Seq) -> Result<(), AcceptError> {
         },
         _ => return Ok(()),
     };
-    let mut sorted = members.clone();
+    let mut sorted = members;
     sorted.sort_unstable();
     let unique = sorted.windows(2).all(|pair| pair[0] < pair[1]);
     let earlier = sorted.last().is_none_or(|last| *last < seq.get());

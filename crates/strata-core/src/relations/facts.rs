@@ -71,10 +71,15 @@ pub(crate) enum Num {
 
 impl Num {
     fn of(value: Value) -> Num {
-        match value.as_u64() {
-            Some(n) if n <= MAX_SAFE_INTEGER => Num::Int(n),
-            _ => Num::Other(value),
+        match safe_count(&value) {
+            Some(n) => Num::Int(n),
+            None => Num::Other(value),
         }
+    }
+
+    /// [`Num::of`] of a borrowed value (copied only when it is not a count).
+    fn of_ref(value: &Value) -> Num {
+        safe_count(value).map_or_else(|| Num::Other(value.clone()), Num::Int)
     }
 
     /// Whether the value is the integer `n` (JavaScript `===`).
@@ -92,6 +97,11 @@ impl Num {
             Num::Other(value) => Cow::Borrowed(value),
         }
     }
+}
+
+/// A plain non-negative safe integer.
+fn safe_count(value: &Value) -> Option<u64> {
+    value.as_u64().filter(|n| *n <= MAX_SAFE_INTEGER)
 }
 
 /// What the rules read of a `tool/call`: its top-level `callId`, `name` and `arguments`.
@@ -345,10 +355,7 @@ impl<'n> Leaf<'n> for &'n Value {
     }
 
     fn num(self) -> Option<Num> {
-        Some(match self.as_u64() {
-            Some(n) if n <= MAX_SAFE_INTEGER => Num::Int(n),
-            _ => Num::Other(self.clone()),
-        })
+        Some(Num::of_ref(self))
     }
 
     fn opaque(self) -> bool {
