@@ -232,6 +232,9 @@ pub struct Relations {
     /// Journals of the open batches (outermost first): bounded copy and undo records.
     journal: Vec<(Bounded, usize)>,
     undo: Vec<Undo>,
+    /// Whether the head rules (S9–S13) are off: a migration artifact has no system head
+    /// (see [`crate::Verifier::for_migration_artifact`]).
+    without_head: bool,
 }
 
 impl PartialEq for Relations {
@@ -351,6 +354,14 @@ impl Relations {
     /// A fresh state (an empty log).
     pub fn new() -> Relations {
         Relations::default()
+    }
+
+    /// The rules without the head rules (S9–S13), for a log that has no system head.
+    pub(crate) fn without_head_rules() -> Relations {
+        Relations {
+            without_head: true,
+            ..Relations::default()
+        }
     }
 
     /// Starts journaling (a batch begins).
@@ -530,19 +541,20 @@ impl Relations {
         let mut bounded: Option<Bounded> = None;
         // Pass 1: the system head (S9–S13).
         // Most events cannot touch the head state: skip its copy.
-        let quiet = !matches!(
-            tag,
-            "step/start"
-                | "step/end"
-                | "turn/end"
-                | "compaction/summary"
-                | "compaction/prune"
-                | "system/message"
-        ) && match event.surface_op() {
-            None => true,
-            Some(SurfaceOp::Append) => self.bounded.head.surface_started,
-            Some(SurfaceOp::Replace(_)) => false,
-        };
+        let quiet = self.without_head
+            || !matches!(
+                tag,
+                "step/start"
+                    | "step/end"
+                    | "turn/end"
+                    | "compaction/summary"
+                    | "compaction/prune"
+                    | "system/message"
+            ) && match event.surface_op() {
+                None => true,
+                Some(SurfaceOp::Append) => self.bounded.head.surface_started,
+                Some(SurfaceOp::Replace(_)) => false,
+            };
         let head = if quiet {
             None
         } else {
@@ -1725,8 +1737,7 @@ impl Relations {
         Some(Relations {
             bounded,
             growing,
-            journal: Vec::new(),
-            undo: Vec::new(),
+            ..Relations::default()
         })
     }
 }

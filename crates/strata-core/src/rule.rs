@@ -274,6 +274,15 @@ rules! {
     CompactionShadowsHead => "S13",
 }
 
+impl Rule {
+    /// Whether the rule belongs to upstream's second pass (the relational rules and the
+    /// surface fold, judged after every event passed the event-local rules; docs/rules.md,
+    /// "Evaluation order").
+    pub fn is_second_pass(self) -> bool {
+        crate::relations::is_second_pass(self)
+    }
+}
+
 impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.id())

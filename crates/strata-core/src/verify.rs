@@ -39,6 +39,8 @@ pub struct Verifier {
     last_inherited_marker: Option<u64>,
     /// Upstream's relational and head rules' state (docs/rules.md), V3 logs.
     relations: crate::relations::Relations,
+    /// Whether the V3 head rules apply (not to a migration artifact, which has no head).
+    head_rules: bool,
 }
 
 /// What a verified log restores to.
@@ -80,6 +82,20 @@ impl Verifier {
             last_is_end_seed: false,
             last_inherited_marker: None,
             relations: crate::relations::Relations::new(),
+            head_rules: true,
+        }
+    }
+
+    /// A verifier of the v2 artifact an older log's first migration hop writes, given in V3
+    /// spelling under a V3 `header`: upstream's chain restores that artifact under its
+    /// released V2 validator before the v2→v3 edge runs (docs/migration.md, "Order of
+    /// refusals"), and its V3 restore is that same validator plus the system-head rules. So
+    /// the artifact is judged by the V3 rules without the head rules.
+    pub fn for_migration_artifact(header: SessionHeader) -> Verifier {
+        Verifier {
+            head_rules: false,
+            relations: crate::relations::Relations::without_head_rules(),
+            ..Verifier::new(header)
         }
     }
 
@@ -112,7 +128,8 @@ impl Verifier {
                 lookup: &lookup,
                 expected_seq,
                 index: self.n_events,
-                head: (self.header.generation() == crate::generation::Generation::V3)
+                head: (self.head_rules
+                    && self.header.generation() == crate::generation::Generation::V3)
                     .then(|| self.relations.head()),
             };
             let (event, plan) = accept_raw(&context, raw)?;

@@ -2,6 +2,7 @@
 //! persistence §2.10): adjacent, streaming edges v0→v1→v2→v3 and the `strata migrate` file
 //! operation that publishes `session.v3.jsonl[.zstd]` beside an untouched source.
 
+pub use artifact::HopVerdict;
 pub use chain::{migrate_events, Migrated};
 pub use error::MigrateError;
 pub use pipeline::{
@@ -16,8 +17,10 @@ pub use v1_v2::{header as v2_header, seed_length as v1_seed_length, V1ToV2};
 pub use v2_v3::{V2ToV3, HEADER_KEY_ORDER, SYSTEM_ID_PREFIX, SYSTEM_PROMPT_PLUGIN};
 pub use verify::{validate_source, verify_target, Checked};
 
+mod artifact;
 mod chain;
 mod error;
+mod payload_audit;
 mod pipeline;
 mod refusal;
 mod remap;

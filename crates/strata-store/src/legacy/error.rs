@@ -117,6 +117,14 @@ pub enum ReadError {
         #[source]
         source: RowError,
     },
+    /// A v0/v1 row breaks a row rule of upstream's released codec (read for a migration).
+    #[error("{at}: upstream's released v0/v1 codec refuses this row: {text}")]
+    ReleasedRow {
+        /// Where.
+        at: At,
+        /// Upstream's text.
+        text: String,
+    },
     /// A range-encoded `sourceEventSeqs` is malformed (v2).
     #[error("{at}: corrupt record: {source}")]
     Sources {
@@ -161,6 +169,7 @@ impl ReadError {
         match self {
             ReadError::Json { at, .. }
             | ReadError::MalformedRow { at, .. }
+            | ReadError::ReleasedRow { at, .. }
             | ReadError::Sources { at, .. }
             | ReadError::TooLarge { at, .. } => Some(at),
             _ => None,
@@ -189,6 +198,7 @@ impl ReadError {
             ReadError::InvalidHeader { source, .. } => source.rule.id(),
             ReadError::Json { .. } => "bad-json",
             ReadError::MalformedRow { .. } => "malformed-chunk-row",
+            ReadError::ReleasedRow { .. } => "m0-row",
             ReadError::Sources { .. } => "source-range",
             ReadError::TooLarge { .. } => "record-too-large",
             ReadError::Corrupt { .. } => "corrupt-record",

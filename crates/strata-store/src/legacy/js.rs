@@ -87,7 +87,17 @@ pub(crate) fn display_number(x: f64) -> String {
     if x == 0.0 {
         return "0".into();
     }
-    if x.fract() == 0.0 && x.abs() < 1e21 {
+    if x.abs() >= 1e21 || x.abs() < 1e-6 {
+        // JavaScript's exponent form: shortest digits, the exponent signed (`1e+21`, `1e-19`).
+        let text = format!("{x:e}");
+        return match text.split_once('e') {
+            Some((digits, exponent)) if !exponent.starts_with('-') => {
+                format!("{digits}e+{exponent}")
+            }
+            _ => text,
+        };
+    }
+    if x.fract() == 0.0 {
         return format!("{x:.0}");
     }
     // Shortest round-trip digits; JavaScript's exponent spelling differs only for very large

@@ -28,6 +28,7 @@ use super::detect::{detect_generation, name_hint, NameHint};
 use super::error::{At, ReadError};
 use super::header::logical_header;
 use super::js;
+use super::released_rows::ReleasedRows;
 use super::rows::decode_row;
 use super::zstd_source::ZstdSource;
 use crate::codec::TornTail;
@@ -62,6 +63,8 @@ pub struct LegacyReader {
     pending_line: u64,
     torn: Option<TornTail>,
     done: bool,
+    /// The released v0/v1 codec's row rules, when the migration asked for them.
+    released_rows: Option<ReleasedRows>,
 }
 
 /// Opens `path` and reads its first line: the generation (from the header `version` and the
@@ -149,7 +152,17 @@ impl LegacyReader {
             pending_line: 0,
             torn: None,
             done: false,
+            released_rows: None,
         }
+    }
+
+    /// Judges each v0/v1 row by upstream's released codec first (`released_rows`), as the
+    /// migration's first hop does; a refusal is [`ReadError::ReleasedRow`].
+    pub fn with_released_rows(mut self) -> LegacyReader {
+        if self.generation <= Generation::V1 {
+            self.released_rows = Some(ReleasedRows::default());
+        }
+        self
     }
 
     /// The log's generation.
@@ -261,6 +274,14 @@ impl LegacyReader {
             at: self.at(line),
             detail: error.to_string(),
         })?;
+        if let Some(rows) = self.released_rows.as_mut() {
+            if let Err(text) = rows.check(&value) {
+                return Err(ReadError::ReleasedRow {
+                    at: self.at(line),
+                    text,
+                });
+            }
+        }
         if self.generation <= Generation::V1 {
             match decode_row(&value) {
                 Ok(Some(row)) => {

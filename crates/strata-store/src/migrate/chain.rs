@@ -4,6 +4,7 @@
 use serde_json::{Map, Value};
 use strata_core::Generation;
 
+use super::artifact::{ArtifactCheck, HopVerdict};
 use super::error::MigrateError;
 use super::stage::{StageContext, StageItem};
 use super::v0_v1::{self, V0ToV1};
@@ -16,6 +17,9 @@ pub struct Migrated {
     pub header: Map<String, Value>,
     /// The V3 events, renumbered densely from 0.
     pub events: Box<dyn Iterator<Item = StageItem> + Send>,
+    /// For a v0/v1 source, the first hop's verdict (see `artifact`): read it after the
+    /// stream ends, and after a v2→v3 refusal keep pulling `events` to their end first.
+    pub hop: Option<HopVerdict>,
 }
 
 /// Chains the edges from `context.source_generation` to V3 over `events` (the source log's
@@ -37,12 +41,20 @@ pub fn migrate_events(
         header = v0_v1::header(header);
         events = Box::new(V0ToV1::new(events, context.clone()));
     }
+    let mut hop = None;
     if generation <= Generation::V1 {
         let seed_length = v1_v2::seed_length(&header);
         header = v1_v2::header(&header);
-        events = Box::new(V1ToV2::new(events, context.clone(), seed_length));
+        let v2 = V1ToV2::new(events, context.clone(), seed_length);
+        let (checked, verdict) = ArtifactCheck::new(v2, &header, context.clone());
+        events = Box::new(checked);
+        hop = Some(verdict);
     }
     header = v2_v3::header(header);
     events = Box::new(V2ToV3::new(events, context));
-    Ok(Migrated { header, events })
+    Ok(Migrated {
+        header,
+        events,
+        hop,
+    })
 }

@@ -27,6 +27,7 @@ use serde_json::{Map, Value};
 use strata_core::json::json_equal;
 use strata_core::{Generation, SessionHeader};
 
+use super::artifact::HopVerdict;
 use super::chain::migrate_events;
 use super::error::MigrateError;
 use super::stage::{StageContext, Staged};
@@ -194,7 +195,7 @@ fn write_temp(source: &Path, temp: &mut TempFile, zstd: bool) -> Result<u64, Mig
             source: source_error,
         }
     };
-    let reader = LegacyReader::open(source)?;
+    let reader = LegacyReader::open(source)?.with_released_rows();
     let context = StageContext {
         file: Arc::from(reader.file()),
         source_generation: reader.generation(),
@@ -209,7 +210,14 @@ fn write_temp(source: &Path, temp: &mut TempFile, zstd: bool) -> Result<u64, Mig
     let header = reader.header().clone();
     let events = reader.map(|item| {
         item.map(|record| Staged::from_source(record.line, record.event))
-            .map_err(MigrateError::from)
+            .map_err(|error| match error {
+                ReadError::ReleasedRow { at, text } => MigrateError::Refused {
+                    at,
+                    refusal: super::refusal::Refusal::CodecRow,
+                    text,
+                },
+                other => MigrateError::from(other),
+            })
     });
     let migrated = migrate_events(&header, events, context.clone())?;
     let v3_header = SessionHeader::from_value(Value::Object(migrated.header), Generation::V3)
@@ -238,13 +246,38 @@ fn write_temp(source: &Path, temp: &mut TempFile, zstd: bool) -> Result<u64, Mig
     // The header is a frame of its own (persistence §2.5).
     flush_batch(&mut out, compressor.as_mut(), &mut batch).map_err(io_error("write"))?;
     let mut n_events = 0u64;
+    let mut edge_refusal = None;
     for item in migrated.events {
-        let staged = item?;
+        let staged = match item {
+            Ok(staged) => staged,
+            // The first hop's edges refused: nothing outranks them.
+            Err(error) if migrated.hop.as_ref().is_some_and(HopVerdict::edges_refused) => {
+                return Err(error)
+            }
+            // The v2→v3 edge refused: after a first hop, pull the stream to its end, since
+            // that hop's refusals anywhere outrank this one (see `artifact`).
+            Err(error) => {
+                edge_refusal.get_or_insert(error);
+                if migrated.hop.is_none() {
+                    break;
+                }
+                continue;
+            }
+        };
+        if edge_refusal.is_some() {
+            continue;
+        }
         encode_v3_line(&staged.event, &mut batch);
         n_events += 1;
         if batch.len() >= FRAME_PLAINTEXT_LEN {
             flush_batch(&mut out, compressor.as_mut(), &mut batch).map_err(io_error("write"))?;
         }
+    }
+    if let Some(error) = migrated.hop.as_ref().and_then(HopVerdict::take) {
+        return Err(error);
+    }
+    if let Some(error) = edge_refusal {
+        return Err(error);
     }
     flush_batch(&mut out, compressor.as_mut(), &mut batch).map_err(io_error("write"))?;
     let handle = out.into_inner().map_err(|error| MigrateError::Io {

@@ -8,10 +8,18 @@
 pub enum Refusal {
     /// v0/v1 codec: a physical header key outside the released set, or a required one missing.
     HeaderMember,
+    /// v0/v1 codec: a row breaks a released row rule (object, packed-row shape, source
+    /// ranges, seq gap).
+    CodecRow,
+    /// v0→v1: a retired event (`request/header-delta`, `mode/set`, a `fallback` request
+    /// reason).
+    RetiredEvent,
+    /// v0→v1 payload audit: a `subagent/descriptor` of another version than 3.
+    DescriptorVersion,
     /// v0→v1 payload audit: a type outside the frozen v0 inventory (even when ignorable).
     UnknownHistoricalType,
-    /// v0→v1 payload audit: `turn/start`, `step/start` or `step/end` data that is not exactly
-    /// its counts.
+    /// v0→v1 payload audit: data without its type's exact members, or a member that breaks
+    /// its value rule.
     PayloadShape,
     /// v0→v1 payload audit: a known event whose `data` is not an object.
     DataNotObject,
@@ -27,6 +35,10 @@ pub enum Refusal {
     MessageProvenanceNotAttempt,
     /// v1→v2: an attempt whose chunks lie on both sides of the inherited cut.
     CutSplitsAttempt,
+    /// v0/v1→v2 hop: the v2 artifact's envelope (type, vocabulary, keys, density, time).
+    ArtifactEnvelope,
+    /// v0/v1→v2 hop: the v2 artifact breaks a released V2 surface or relational rule.
+    ArtifactRule,
     /// v2→v3: a type outside the v2 inventory (even when ignorable).
     UnclassifiedEvent,
     /// v2→v3: an `assistant/message` that still carries `sourceEventSeqs`.
@@ -52,7 +64,10 @@ impl Refusal {
     pub const fn id(self) -> &'static str {
         match self {
             Refusal::HeaderMember => "m0-header-member",
+            Refusal::CodecRow => "m0-row",
             Refusal::DataNotObject => "m1-data-not-object",
+            Refusal::RetiredEvent => "m1-retired-event",
+            Refusal::DescriptorVersion => "m1-descriptor-version",
             Refusal::PayloadShape => "m1-payload-shape",
             Refusal::UnknownHistoricalType => "m1-unknown-historical-type",
             Refusal::RetryStartedWithoutId => "m1-retry-started-without-id",
@@ -61,6 +76,8 @@ impl Refusal {
             Refusal::MessageOmitsAttempt => "m2-message-omits-attempt",
             Refusal::MessageProvenanceNotAttempt => "m2-provenance-not-attempt",
             Refusal::CutSplitsAttempt => "m2-cut-splits-attempt",
+            Refusal::ArtifactEnvelope => "m2-artifact-envelope",
+            Refusal::ArtifactRule => "m2-artifact-rule",
             Refusal::UnclassifiedEvent => "m3-unclassified-event",
             Refusal::ObsoleteChunkProvenance => "m3-obsolete-chunk-provenance",
             Refusal::RequestReason => "m3-request-reason",
@@ -76,16 +93,19 @@ impl Refusal {
     /// The edge that refuses.
     pub const fn edge(self) -> &'static str {
         match self {
-            Refusal::HeaderMember => "v0/v1 codec",
+            Refusal::HeaderMember | Refusal::CodecRow => "v0/v1 codec",
             Refusal::RetryStartedWithoutId
             | Refusal::MessagePrefixNotArray
             | Refusal::DataNotObject
+            | Refusal::RetiredEvent
+            | Refusal::DescriptorVersion
             | Refusal::PayloadShape
             | Refusal::UnknownHistoricalType => "v0→v1",
             Refusal::TurnStartWithoutClose
             | Refusal::MessageOmitsAttempt
             | Refusal::MessageProvenanceNotAttempt
             | Refusal::CutSplitsAttempt => "v1→v2",
+            Refusal::ArtifactEnvelope | Refusal::ArtifactRule => "v2 artifact",
             _ => "v2→v3",
         }
     }

@@ -17,9 +17,9 @@
 use std::collections::HashMap;
 
 use serde_json::Value;
-use strata_core::{EventType, Generation};
 
 use super::error::MigrateError;
+use super::payload_audit::{self, AuditError};
 use super::refusal::Refusal;
 use super::stage::{StageContext, StageItem, Staged};
 use crate::legacy::{Rejection, Upgrader};
@@ -55,6 +55,13 @@ impl<I: Iterator<Item = StageItem>> V0ToV1<I> {
     }
 
     fn convert(&mut self, mut staged: Staged) -> StageItem {
+        if let Some((refusal, text)) = self.retired(&staged) {
+            return Err(MigrateError::Refused {
+                at: self.context.at(&staged),
+                refusal,
+                text,
+            });
+        }
         let mut event = Value::Object(std::mem::take(&mut staged.event));
         self.upgrader
             .upgrade(&mut event)
@@ -176,38 +183,81 @@ impl<I: Iterator<Item = StageItem>> V0ToV1<I> {
                 _ => {}
             }
         }
-        // The payload audit (docs/migration.md, "v0 → v1" step 10), the parts strata
-        // reproduces: the closed vocabulary, then an object `data` for every known type.
-        if !Generation::V0.is_known_type(&EventType::parse(&tag)) {
-            let shown = match event.get("type") {
-                Some(value) => strata_core::json::to_js_string(value),
-                None => "undefined".to_owned(),
-            };
-            return Err(MigrateError::Refused {
+        // The payload audit (docs/migration.md, "v0 → v1" step 10).
+        if tag != "assistant/chunk" {
+            let seq = staged.source_seq.unwrap_or_default();
+            let refused = |refusal, text| MigrateError::Refused {
                 at: self.context.at(&staged),
-                refusal: Refusal::UnknownHistoricalType,
-                text: format!(
-                    "format v0 contains unknown historical event type {shown} at seq {seq_text}; \
-                     migration refuses unknown historical events even when ignorable"
-                ),
-            });
-        }
-        if tag != "assistant/chunk" && !matches!(event.get("data"), Some(Value::Object(_))) {
-            return Err(MigrateError::Refused {
-                at: self.context.at(&staged),
-                refusal: Refusal::DataNotObject,
-                text: format!("{tag} {seq_text} data must be a JSON object"),
-            });
-        }
-        if let Some(text) = exact_turn_step(&tag, &seq_text, event.get("data")) {
-            return Err(MigrateError::Refused {
-                at: self.context.at(&staged),
-                refusal: Refusal::PayloadShape,
+                refusal,
                 text,
-            });
+            };
+            match payload_audit::audit(&tag, seq, event.get("data")) {
+                Ok(()) => {}
+                Err(AuditError::UnknownType) => {
+                    let shown = match event.get("type") {
+                        Some(value) => strata_core::json::to_js_string(value),
+                        None => "undefined".to_owned(),
+                    };
+                    return Err(refused(
+                        Refusal::UnknownHistoricalType,
+                        format!(
+                            "format v0 contains unknown historical event type {shown} at seq \
+                             {seq_text}; migration refuses unknown historical events even when \
+                             ignorable"
+                        ),
+                    ));
+                }
+                Err(AuditError::DescriptorVersion(version)) => {
+                    return Err(refused(
+                        Refusal::DescriptorVersion,
+                        format!("{tag} {seq_text} uses unsupported descriptor version {version}"),
+                    ));
+                }
+                Err(AuditError::Rule(text)) => {
+                    let refusal = if text.ends_with("data must be a JSON object") {
+                        Refusal::DataNotObject
+                    } else {
+                        Refusal::PayloadShape
+                    };
+                    return Err(refused(refusal, text));
+                }
+            }
         }
         staged.event = event;
         Ok(staged)
+    }
+
+    /// Upstream's step 2: the retired `request/header-delta` and `mode/set` events and the
+    /// retired `fallback` request reason refuse the migration.
+    fn retired(&self, staged: &Staged) -> Option<(Refusal, String)> {
+        let tag = staged.event_type();
+        let seq = staged
+            .source_seq
+            .map_or_else(|| "undefined".to_owned(), |seq| seq.to_string());
+        let session = strata_core::json::to_js_string(&Value::from(&*self.context.session_id));
+        match tag {
+            "request/header-delta" | "mode/set" => Some((
+                Refusal::RetiredEvent,
+                format!("session {session} contains unsupported legacy {tag} event at seq {seq}"),
+            )),
+            "request/header" => match staged.event.get("data") {
+                Some(Value::Object(data)) => (data.get("reason") == Some(&Value::from("fallback")))
+                    .then(|| {
+                        (
+                            Refusal::RetiredEvent,
+                            format!(
+                                "session {session} contains unsupported request/header reason \
+                                 \"fallback\" at seq {seq}"
+                            ),
+                        )
+                    }),
+                _ => Some((
+                    Refusal::DataNotObject,
+                    format!("request/header {seq} data must be a JSON object"),
+                )),
+            },
+            _ => None,
+        }
     }
 
     fn unsupported(&self, staged: &Staged, rejection: &Rejection) -> MigrateError {
@@ -217,39 +267,6 @@ impl<I: Iterator<Item = StageItem>> V0ToV1<I> {
             detail: rejection.message.clone(),
         }
     }
-}
-
-/// The payload audit of `turn/start` (`{turn}`) and `step/start`/`step/end` (`{turn, step}`):
-/// exact keys (an unexpected one first, then a missing one), then each a count. Upstream's
-/// text when it refuses.
-fn exact_turn_step(tag: &str, seq: &str, data: Option<&Value>) -> Option<String> {
-    let required: &[&str] = match tag {
-        "turn/start" => &["turn"],
-        "step/start" | "step/end" => &["turn", "step"],
-        _ => return None,
-    };
-    let Some(Value::Object(data)) = data else {
-        return None;
-    };
-    if let Some(key) = data.keys().find(|key| !required.contains(&key.as_str())) {
-        let shown = strata_core::json::to_js_string(&Value::from(key.as_str()));
-        return Some(format!("{tag} {seq} data has unexpected member {shown}"));
-    }
-    if let Some(key) = required.iter().find(|key| !data.contains_key(**key)) {
-        return Some(format!("{tag} {seq} data lacks required member \"{key}\""));
-    }
-    for key in required {
-        // A count: a non-negative safe integer in any JSON spelling, but not `-0`.
-        let count = data.get(*key).is_some_and(|value| {
-            crate::legacy::js_seq(value).is_some() && !value.to_string().starts_with('-')
-        });
-        if !count {
-            return Some(format!(
-                "{tag} {seq} {key} must be a non-negative safe integer"
-            ));
-        }
-    }
-    None
 }
 
 impl<I: Iterator<Item = StageItem>> Iterator for V0ToV1<I> {

@@ -90,6 +90,9 @@ pub struct V2ToV3<I> {
     source_ids: HashSet<String>,
     out: VecDeque<Staged>,
     done: bool,
+    /// Whether this edge refused: later calls only drain the input, so that the refusals of
+    /// the hop before it (see `artifact`) are still found, and yield nothing but its errors.
+    refused: bool,
 }
 
 impl<I: Iterator<Item = StageItem>> V2ToV3<I> {
@@ -108,6 +111,7 @@ impl<I: Iterator<Item = StageItem>> V2ToV3<I> {
             source_ids: HashSet::new(),
             out: VecDeque::new(),
             done: false,
+            refused: false,
         }
     }
 
@@ -419,7 +423,7 @@ fn messages_of<'a>(tag: &str, data: Option<&'a Value>) -> Vec<&'a Value> {
 }
 
 /// The renames and canonical spellings of the edge (docs/migration.md, "v2 → v3" step 9).
-fn rename_and_canonicalize(tag: &str, event: &mut Map<String, Value>) {
+pub(super) fn rename_and_canonicalize(tag: &str, event: &mut Map<String, Value>) {
     match tag {
         "tool/code-dispatch" => {
             event.insert("type".into(), Value::from("tool/ptc-dispatch"));
@@ -506,6 +510,9 @@ impl<I: Iterator<Item = StageItem>> Iterator for V2ToV3<I> {
     type Item = StageItem;
 
     fn next(&mut self) -> Option<StageItem> {
+        if self.refused {
+            return self.input.by_ref().find(Result::is_err);
+        }
         loop {
             if let Some(staged) = self.out.pop_front() {
                 return Some(Ok(staged));
@@ -515,7 +522,11 @@ impl<I: Iterator<Item = StageItem>> Iterator for V2ToV3<I> {
             }
             let step = match self.input.next() {
                 Some(Ok(staged)) => self.on_event(staged),
-                Some(Err(error)) => Err(error),
+                Some(Err(error)) => {
+                    self.done = true;
+                    self.out.clear();
+                    return Some(Err(error));
+                }
                 None => {
                     self.done = true;
                     Ok(())
@@ -523,6 +534,7 @@ impl<I: Iterator<Item = StageItem>> Iterator for V2ToV3<I> {
             };
             if let Err(error) = step {
                 self.done = true;
+                self.refused = true;
                 self.out.clear();
                 return Some(Err(error));
             }
