@@ -9,7 +9,7 @@ pub use pipeline::{
     compare_messages, encode_v3_line, migrate_file, target_path, MigrateReport, FRAME_PLAINTEXT_LEN,
 };
 pub use refusal::Refusal;
-pub use remap::{remap_references, BadReference, SeqMap, Unmapped};
+pub use remap::{remap_references, remap_references_strictly, BadReference, SeqMap, Unmapped};
 pub use stage::{StageContext, StageItem, Staged};
 pub use stream::{embeddable, encode_stream};
 pub use v0_v1::V0ToV1;

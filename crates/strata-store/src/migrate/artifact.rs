@@ -127,7 +127,14 @@ impl<I: Iterator<Item = StageItem>> ArtifactCheck<I> {
                 // Only the second pass judges the artifact; an event-local V3 rule is the
                 // v2→v3 edge's and the V3 restore's to refuse (the check stops here).
                 if artifact_rule(error.rule) {
-                    let error = self.refusal(Some(staged), Refusal::ArtifactRule, error.message);
+                    // The V2 validator names a missing marker in fewer words than V3's restore.
+                    let text = match error.rule {
+                        Rule::MissingSurfaceOp => {
+                            format!("{} requires a surfaceOp marker", staged.event_type())
+                        }
+                        _ => error.message,
+                    };
+                    let error = self.refusal(Some(staged), Refusal::ArtifactRule, text);
                     self.verdict.with(|tiers| tiers.rule = Some(error));
                 }
                 self.verifier = None;
@@ -173,13 +180,17 @@ impl<I: Iterator<Item = StageItem>> Iterator for ArtifactCheck<I> {
 /// relational rules and the surface fold), without the tool-result rewrite rules, which are
 /// dsh-session's, not the format layer's (docs/rules.md).
 fn artifact_rule(rule: Rule) -> bool {
-    rule.is_second_pass()
-        && !matches!(
-            rule,
-            Rule::ToolResultReplaceMulti
-                | Rule::ToolResultReplaceWrongTarget
-                | Rule::ToolResultReplaceChangesNonContent
-        )
+    // The validator's own surface checks: a surface event without `surfaceOp` (S1) and a
+    // source that is not an earlier seq (E7's text; it judges duplicates by coverage).
+    let surface = matches!(rule, Rule::MissingSurfaceOp | Rule::SourceNotEarlier);
+    surface
+        || rule.is_second_pass()
+            && !matches!(
+                rule,
+                Rule::ToolResultReplaceMulti
+                    | Rule::ToolResultReplaceWrongTarget
+                    | Rule::ToolResultReplaceChangesNonContent
+            )
 }
 
 /// A v2 event as the V3 rules read it: renamed as the v2→v3 edge renames it, its replace

@@ -70,6 +70,7 @@ pub fn target_path(source: &Path, zstd: bool) -> PathBuf {
 /// Migrates the log at `source` to V3 beside it (see the module documentation).
 pub fn migrate_file(source: &Path) -> Result<MigrateReport, MigrateError> {
     let file = source.display().to_string();
+    check_header_version(source)?;
     let (generation, hint) = sniff(source)?;
     if generation == Generation::V3 {
         return Err(MigrateError::AlreadyNative { file });
@@ -142,9 +143,38 @@ pub fn migrate_file(source: &Path) -> Result<MigrateReport, MigrateError> {
     })
 }
 
-/// The exact header keys of upstream's released v0/v1 codec (docs/migration.md, refusal
-/// `m0-header-member`): no key outside the known set, then every required key.
+/// Upstream's chain picks its edges by the header's `version`: a header without one, or with
+/// one that is not a count, is refused before any codec reads it (docs/migration.md).
+fn check_header_version(source: &Path) -> Result<(), MigrateError> {
+    let Ok(Value::Object(header)) = crate::legacy::physical_header(source) else {
+        return Ok(());
+    };
+    let text = match header.get("version") {
+        None => "unsupported source version undefined",
+        Some(version) if crate::legacy::released_rows::count(Some(version)).is_none() => {
+            "Session format version must be a non-negative safe integer"
+        }
+        Some(_) => return Ok(()),
+    };
+    Err(MigrateError::Refused {
+        at: crate::legacy::At {
+            file: source.display().to_string(),
+            generation: Generation::V0,
+            line: 1,
+            seq: None,
+        },
+        refusal: super::refusal::Refusal::HeaderMember,
+        text: text.into(),
+    })
+}
+
+/// Upstream's released v0/v1 codec's physical header (docs/migration.md, refusal
+/// `m0-header-member`), in its order: lossless JSON (no `-0`), exact keys (an unexpected key
+/// before a missing one), then each member's type: `id` a string, `createdAt`,
+/// `delegationDepth` and `seedLength` counts, `cwd`, `parentSession` and `agentPreset` strings,
+/// `origin` only `"subagent"`.
 fn check_physical_header(source: &Path, generation: Generation) -> Result<(), MigrateError> {
+    use crate::legacy::released_rows::{count, exact_keys};
     const REQUIRED: [&str; 5] = ["type", "version", "id", "createdAt", "delegationDepth"];
     const OPTIONAL: [&str; 5] = [
         "cwd",
@@ -154,9 +184,6 @@ fn check_physical_header(source: &Path, generation: Generation) -> Result<(), Mi
         "agentPreset",
     ];
     let header = crate::legacy::physical_header(source)?;
-    let Value::Object(header) = header else {
-        return Ok(());
-    };
     let version = generation.format_version();
     let refuse = |text: String| MigrateError::Refused {
         at: crate::legacy::At {
@@ -168,20 +195,51 @@ fn check_physical_header(source: &Path, generation: Generation) -> Result<(), Mi
         refusal: super::refusal::Refusal::HeaderMember,
         text,
     };
-    if let Some(key) = header
-        .keys()
-        .find(|key| !REQUIRED.contains(&key.as_str()) && !OPTIONAL.contains(&key.as_str()))
-    {
-        return Err(refuse(format!(
-            "released v{version} physical header has unexpected member \"{key}\""
-        )));
+    let label = format!("released v{version} physical header");
+    if has_negative_zero(&header) {
+        return Err(refuse(format!("{label} is not lossless JSON")));
     }
-    if let Some(key) = REQUIRED.iter().find(|key| !header.contains_key(**key)) {
-        return Err(refuse(format!(
-            "released v{version} physical header lacks required member \"{key}\""
-        )));
+    let Value::Object(header) = header else {
+        return Err(refuse(format!("{label} must be a JSON object")));
+    };
+    exact_keys(&header, &REQUIRED, &OPTIONAL, &label).map_err(refuse)?;
+    let member = |key: &str| format!("released v{version} header {key}");
+    if !header.get("id").is_some_and(Value::is_string) {
+        return Err(refuse(format!("{} must be a string", member("id"))));
+    }
+    for key in ["createdAt", "delegationDepth", "seedLength"] {
+        let present = header.get(key);
+        if (key != "seedLength" || present.is_some()) && count(present).is_none() {
+            return Err(refuse(format!(
+                "{} must be a non-negative safe integer",
+                member(key)
+            )));
+        }
+    }
+    for key in ["cwd", "parentSession", "agentPreset"] {
+        if header.get(key).is_some_and(|value| !value.is_string()) {
+            return Err(refuse(format!("{} must be a string", member(key))));
+        }
+    }
+    if header
+        .get("origin")
+        .is_some_and(|origin| origin.as_str() != Some("subagent"))
+    {
+        return Err(refuse(format!("{} must be \"subagent\"", member("origin"))));
     }
     Ok(())
+}
+
+/// Whether a JSON value holds a `-0`, which `JSON.stringify` does not give back.
+fn has_negative_zero(value: &Value) -> bool {
+    match value {
+        Value::Number(number) => number
+            .as_f64()
+            .is_some_and(|x| x == 0.0 && x.is_sign_negative()),
+        Value::Array(items) => items.iter().any(has_negative_zero),
+        Value::Object(map) => map.values().any(has_negative_zero),
+        _ => false,
+    }
 }
 
 /// Streams the source through the edges into `temp`; returns the number of V3 events.

@@ -35,6 +35,8 @@ pub enum Refusal {
     MessageProvenanceNotAttempt,
     /// v1→v2: an attempt whose chunks lie on both sides of the inherited cut.
     CutSplitsAttempt,
+    /// v1→v2: a reference the edge cannot map (a consumed chunk, a later event, not a seq).
+    UnmappedReference,
     /// v0/v1→v2 hop: the v2 artifact's envelope (type, vocabulary, keys, density, time).
     ArtifactEnvelope,
     /// v0/v1→v2 hop: the v2 artifact breaks a released V2 surface or relational rule.
@@ -76,6 +78,7 @@ impl Refusal {
             Refusal::MessageOmitsAttempt => "m2-message-omits-attempt",
             Refusal::MessageProvenanceNotAttempt => "m2-provenance-not-attempt",
             Refusal::CutSplitsAttempt => "m2-cut-splits-attempt",
+            Refusal::UnmappedReference => "m2-unmapped-reference",
             Refusal::ArtifactEnvelope => "m2-artifact-envelope",
             Refusal::ArtifactRule => "m2-artifact-rule",
             Refusal::UnclassifiedEvent => "m3-unclassified-event",
@@ -104,8 +107,9 @@ impl Refusal {
             Refusal::TurnStartWithoutClose
             | Refusal::MessageOmitsAttempt
             | Refusal::MessageProvenanceNotAttempt
-            | Refusal::CutSplitsAttempt => "v1→v2",
-            Refusal::ArtifactEnvelope | Refusal::ArtifactRule => "v2 artifact",
+            | Refusal::CutSplitsAttempt
+            | Refusal::UnmappedReference => "v1→v2",
+            Refusal::ArtifactEnvelope | Refusal::ArtifactRule => "v0/v1→v2",
             _ => "v2→v3",
         }
     }

@@ -24,6 +24,8 @@ pub enum Unmapped {
     Consumed,
     /// The reference is not to an earlier event of the input.
     NotEarlier,
+    /// The value is not a seq at all (judged only by [`remap_references_strictly`]).
+    NotASeq,
 }
 
 /// Input seq → output seq for one stage.
@@ -90,8 +92,10 @@ impl SeqMap {
 pub struct BadReference {
     /// The field, e.g. `sourceEventSeqs` or `data.shadowedSeqs`.
     pub field: &'static str,
-    /// The referenced input seq.
+    /// The referenced input seq (0 when the value is not a seq).
     pub target: u64,
+    /// The value as a template literal prints it (`undefined` when absent).
+    pub shown: String,
     /// Why.
     pub reason: Unmapped,
 }
@@ -105,14 +109,45 @@ pub fn remap_references(
     map: &SeqMap,
     replace_keys: (&str, &str),
 ) -> Result<(), BadReference> {
+    remap(event, map, replace_keys, false)
+}
+
+/// [`remap_references`] as upstream's v1→v2 edge remaps: a present reference that is not a
+/// seq, or a replace whose endpoint is absent, is unmapped too ([`Unmapped::NotASeq`]).
+pub fn remap_references_strictly(
+    event: &mut Map<String, Value>,
+    map: &SeqMap,
+    replace_keys: (&str, &str),
+) -> Result<(), BadReference> {
+    remap(event, map, replace_keys, true)
+}
+
+fn remap(
+    event: &mut Map<String, Value>,
+    map: &SeqMap,
+    replace_keys: (&str, &str),
+    strict: bool,
+) -> Result<(), BadReference> {
     let remap_one = |value: &mut Value, field: &'static str| -> Result<(), BadReference> {
-        if let Some(input) = js_seq(value) {
-            let output = map.map(input).map_err(|reason| BadReference {
-                field,
-                target: input,
-                reason,
-            })?;
-            *value = Value::from(output);
+        match js_seq(value) {
+            Some(input) => {
+                let output = map.map(input).map_err(|reason| BadReference {
+                    field,
+                    target: input,
+                    shown: crate::legacy::js::display(Some(value)),
+                    reason,
+                })?;
+                *value = Value::from(output);
+            }
+            None if strict => {
+                return Err(BadReference {
+                    field,
+                    target: 0,
+                    shown: crate::legacy::js::display(Some(value)),
+                    reason: Unmapped::NotASeq,
+                })
+            }
+            None => {}
         }
         Ok(())
     };
@@ -124,14 +159,31 @@ pub fn remap_references(
         }
         Ok(())
     };
+    let absent = |field: &'static str| BadReference {
+        field,
+        target: 0,
+        shown: "undefined".into(),
+        reason: Unmapped::NotASeq,
+    };
     remap_list(event.get_mut("sourceEventSeqs"), "sourceEventSeqs")?;
-    if let Some(Value::Object(op)) = event.get_mut("surfaceOp") {
-        if let Some(start) = op.get_mut(replace_keys.0) {
-            remap_one(start, "surfaceOp start")?;
+    match event.get_mut("surfaceOp") {
+        Some(Value::Object(op)) => {
+            for (key, field) in [
+                (replace_keys.0, "surfaceOp start"),
+                (replace_keys.1, "surfaceOp end"),
+            ] {
+                match op.get_mut(key) {
+                    Some(value) => remap_one(value, field)?,
+                    None if strict => return Err(absent(field)),
+                    None => {}
+                }
+            }
         }
-        if let Some(end) = op.get_mut(replace_keys.1) {
-            remap_one(end, "surfaceOp end")?;
+        // Upstream reads the endpoints of any surfaceOp but "append".
+        Some(op) if strict && op.as_str() != Some("append") => {
+            return Err(absent("surfaceOp start"))
         }
+        _ => {}
     }
     let tag = event
         .get("type")
@@ -149,9 +201,12 @@ pub fn remap_references(
         }
         "compaction/summary" | "compaction/prune" => {
             if let Some(Value::Object(range)) = data.get_mut("shadowedRange") {
-                for key in ["start", "end"] {
+                for (key, field) in [
+                    ("start", "data.shadowedRange.start"),
+                    ("end", "data.shadowedRange.end"),
+                ] {
                     if let Some(value) = range.get_mut(key) {
-                        remap_one(value, "data.shadowedRange")?;
+                        remap_one(value, field)?;
                     }
                 }
             }

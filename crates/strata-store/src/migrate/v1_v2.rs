@@ -33,7 +33,7 @@ use strata_core::json::json_equal;
 
 use super::error::MigrateError;
 use super::refusal::Refusal;
-use super::remap::{remap_references, SeqMap, Unmapped};
+use super::remap::{remap_references_strictly, BadReference, SeqMap};
 use super::stage::{StageContext, StageItem, Staged};
 use super::stream::{embeddable, encode_stream};
 use crate::legacy::{js_seq, js_time};
@@ -177,20 +177,28 @@ impl<I: Iterator<Item = StageItem>> V1ToV2<I> {
     }
 
     fn emit_kept(&mut self, mut staged: Staged) -> Result<(), MigrateError> {
-        remap_references(&mut staged.event, &self.map, ("start", "end"))
-            .map_err(|bad| self.reference_error(&staged, bad.field, bad.target, bad.reason))?;
+        // Upstream maps an event's own seq before its references: a self-reference maps (and
+        // is left for the artifact's rules to judge).
         let input = staged.seq();
-        if let Some(origin) = input {
-            self.cut_before(origin, &mut staged.event, staged.source_seq);
-        }
         if let Some(input) = input {
             self.map.keep(input, self.next_out);
+        }
+        remap_references_strictly(&mut staged.event, &self.map, ("start", "end"))
+            .map_err(|bad| self.reference_error(&staged, &bad))?;
+        if let Some(origin) = input {
+            self.cut_before(origin, &mut staged.event, staged.source_seq);
         }
         staged
             .event
             .insert("seq".into(), Value::from(self.next_out));
         // v0 accepted any spelling of an integral time (`1e3`, `-0.0`); v2+ write integers.
-        if let Some(time) = js_time(staged.event.get("time")) {
+        // `-0` stays: upstream's artifact check refuses it (`time must be a safe integer`).
+        let negative_zero = staged
+            .event
+            .get("time")
+            .and_then(Value::as_f64)
+            .is_some_and(|time| time == 0.0 && time.is_sign_negative());
+        if let Some(time) = js_time(staged.event.get("time")).filter(|_| !negative_zero) {
             staged.event.insert("time".into(), Value::from(time));
         }
         self.next_out += 1;
@@ -199,22 +207,30 @@ impl<I: Iterator<Item = StageItem>> V1ToV2<I> {
         Ok(())
     }
 
-    fn reference_error(
-        &self,
-        staged: &Staged,
-        field: &'static str,
-        target: u64,
-        reason: Unmapped,
-    ) -> MigrateError {
-        MigrateError::Reference {
+    /// Upstream's refusal of a reference the edge cannot map (a chunk it consumed, a later
+    /// event, a value that is not a seq): `<type> <seq> <field> targets consumed
+    /// assistant/chunk <value>`.
+    fn reference_error(&self, staged: &Staged, bad: &BadReference) -> MigrateError {
+        let field = match bad.field {
+            "sourceEventSeqs" => "sources",
+            "surfaceOp start" => "surface start",
+            "surfaceOp end" => "surface end",
+            "data.sourceEventSeq" => "sourceEventSeq",
+            "data.shadowedRange.start" => "shadowedRange start",
+            "data.shadowedRange.end" => "shadowedRange end",
+            "data.shadowedSeqs" => "shadowedSeqs",
+            "data.messageSeqs" => "messageSeqs",
+            other => other,
+        };
+        let seq = crate::legacy::js::display(staged.event.get("seq"));
+        MigrateError::Refused {
             at: self.context.at(staged),
-            edge: EDGE,
-            field,
-            target,
-            reason: match reason {
-                Unmapped::Consumed => "it names a chunk consumed into an embedded stream",
-                Unmapped::NotEarlier => "it does not name an earlier event",
-            },
+            refusal: Refusal::UnmappedReference,
+            text: format!(
+                "{} {seq} {field} targets consumed assistant/chunk {}",
+                staged.event_type(),
+                bad.shown
+            ),
         }
     }
 

@@ -212,7 +212,7 @@ impl<I: Iterator<Item = StageItem>> V2ToV3<I> {
                 target: bad.target,
                 reason: match bad.reason {
                     Unmapped::Consumed => "it names an event the edge dropped",
-                    Unmapped::NotEarlier => "it does not name an earlier event",
+                    Unmapped::NotEarlier | Unmapped::NotASeq => "it does not name an earlier event",
                 },
             }
         })?;

@@ -249,7 +249,7 @@ fn a_v3_source_and_a_newer_generation_are_refused() {
 /// edge documents (listed here by case).
 #[test]
 fn accepted_rule_fixtures_migrate_with_the_same_messages() {
-    const MIGRATED: usize = 11;
+    const MIGRATED: usize = 10;
     use std::sync::Arc;
 
     use strata_core::{RawEvent, SessionHeader, Verifier};
@@ -303,27 +303,35 @@ fn accepted_rule_fixtures_migrate_with_the_same_messages() {
         let v3_header = SessionHeader::from_value(Value::Object(migrated.header), Generation::V3)
             .unwrap_or_else(|error| panic!("{name}: {error}"));
         let mut verifier = Verifier::new(v3_header);
-        let mut refused = None;
+        // The first hop's refusals (its edges, then its v2 artifact) outrank the v2→v3 edge's
+        // and the V3 admission's (docs/migration.md, "Order of refusals"): drain the stream,
+        // then ask the hop.
+        let mut written = Vec::new();
+        let mut edge_refusal = None;
         for item in migrated.events {
             match item {
-                Ok(staged) => {
-                    let mut line = Vec::new();
-                    encode_v3_line(&staged.event, &mut line);
-                    let raw = RawEvent::from_json_slice(&line[..line.len() - 1]).unwrap();
-                    // The final V3 admission is the chain's last step, as upstream's restore
-                    // is: a relational rule (docs/rules.md) may refuse what the edges wrote.
-                    if let Err(error) = verifier.push(raw) {
-                        let id = error.rule.id();
-                        assert!(
-                            id.starts_with('R') || id.starts_with('S'),
-                            "{name}: v3 rejects the migration for a non-relational rule: {error}"
-                        );
-                        refused = Some(format!("migration refuses: {error}"));
-                        break;
-                    }
-                }
+                Ok(staged) => written.push(staged),
                 Err(error) => {
-                    refused = Some(error.to_string());
+                    edge_refusal.get_or_insert(error.to_string());
+                }
+            }
+        }
+        let hop_refusal = migrated.hop.as_ref().and_then(|hop| hop.take());
+        let mut refused = hop_refusal.map(|error| error.to_string()).or(edge_refusal);
+        if refused.is_none() {
+            for staged in written {
+                let mut line = Vec::new();
+                encode_v3_line(&staged.event, &mut line);
+                let raw = RawEvent::from_json_slice(&line[..line.len() - 1]).unwrap();
+                // The final V3 admission is the chain's last step, as upstream's restore
+                // is: a relational rule (docs/rules.md) may refuse what the edges wrote.
+                if let Err(error) = verifier.push(raw) {
+                    let id = error.rule.id();
+                    assert!(
+                        id.starts_with('R') || id.starts_with('S'),
+                        "{name}: v3 rejects the migration for a non-relational rule: {error}"
+                    );
+                    refused = Some(format!("migration refuses: {error}"));
                     break;
                 }
             }
@@ -443,4 +451,110 @@ fn v1_and_v2_sources_read_validate_and_migrate_with_the_same_messages() {
             compare_messages(&reference, &after).unwrap();
         }
     }
+}
+
+/// A five-event v0 log whose user message precedes the first step (the v2→v3 edge refuses it
+/// at seq 1), with `step_end` and `turn_end` as the last two rows.
+fn tiered_log(dir: &Path, user: &str, step_end: &str, turn_end: &str) -> PathBuf {
+    let path = dir.join("session.jsonl");
+    let lines = [
+        r#"{"type":"session","version":0,"id":"tiers","createdAt":1,"delegationDepth":0}"#,
+        r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#,
+        user,
+        r#"{"type":"step/start","seq":2,"time":3,"data":{"turn":1,"step":1}}"#,
+        step_end,
+        turn_end,
+    ];
+    fs::write(&path, lines.join("\n") + "\n").unwrap();
+    path
+}
+
+const TIER_USER: &str = r#"{"type":"user/message","seq":1,"time":2,"data":{"id":"u1","role":"user","content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}},"surfaceOp":"append"}"#;
+const TIER_STEP_END: &str = r#"{"type":"step/end","seq":3,"time":4,"data":{"turn":1,"step":1}}"#;
+const TIER_TURN_END: &str =
+    r#"{"type":"turn/end","seq":4,"time":5,"data":{"turn":1,"reason":{"kind":"completed"}}}"#;
+
+fn refusal_of(path: &Path) -> (strata_store::migrate::Refusal, String) {
+    match migrate_file(path) {
+        Err(MigrateError::Refused { refusal, text, .. }) => (refusal, text),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_first_hops_refusals_outrank_an_earlier_v2_to_v3_refusal() {
+    use strata_store::migrate::Refusal;
+    // Upstream's chain finishes its first hop (v0→v2: edges, then the v2 artifact's envelope,
+    // then its rules) before the v2→v3 edge runs (docs/migration.md, "Order of refusals");
+    // each case below was checked against upstream's released chain.
+    let dir = tempfile::tempdir().unwrap();
+    let alone = tiered_log(dir.path(), TIER_USER, TIER_STEP_END, TIER_TURN_END);
+    assert_eq!(refusal_of(&alone).0, Refusal::SurfaceBeforeFirstStep);
+
+    // A relational rule of the artifact at seq 4 beats the v2→v3 refusal at seq 1.
+    let dir = tempfile::tempdir().unwrap();
+    let wrong_turn = TIER_TURN_END.replace("\"turn\":1", "\"turn\":2");
+    let path = tiered_log(dir.path(), TIER_USER, TIER_STEP_END, &wrong_turn);
+    let (refusal, text) = refusal_of(&path);
+    assert_eq!(refusal, Refusal::ArtifactRule);
+    assert!(
+        text.contains("turn/end 2 has no matching open turn"),
+        "{text}"
+    );
+
+    // The artifact's envelope at seq 4 beats its rules at seq 3.
+    let dir = tempfile::tempdir().unwrap();
+    let wrong_step = TIER_STEP_END.replace("\"step\":1", "\"step\":2");
+    let extra = TIER_TURN_END.replacen("}}}", "}},\"extra\":1}", 1);
+    let path = tiered_log(dir.path(), TIER_USER, &wrong_step, &extra);
+    assert_eq!(
+        refusal_of(&path),
+        (
+            Refusal::ArtifactEnvelope,
+            "format v2 event 4 has unexpected field extra".into()
+        )
+    );
+
+    // The v0→v1 payload audit at seq 3 beats the artifact's envelope at seq 1.
+    let dir = tempfile::tempdir().unwrap();
+    let user_extra = TIER_USER.replacen("\"surfaceOp\"", "\"extra\":1,\"surfaceOp\"", 1);
+    let step_extra = TIER_STEP_END.replacen("\"step\":1}", "\"step\":1,\"note\":\"x\"}", 1);
+    let path = tiered_log(dir.path(), &user_extra, &step_extra, TIER_TURN_END);
+    assert_eq!(
+        refusal_of(&path),
+        (
+            Refusal::PayloadShape,
+            "step/end 3 data has unexpected member \"note\"".into()
+        )
+    );
+    assert_eq!(
+        fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "nothing written"
+    );
+}
+
+#[test]
+fn the_released_codec_judges_rows_before_any_edge() {
+    use strata_store::migrate::Refusal;
+    let dir = tempfile::tempdir().unwrap();
+    let gap = TIER_TURN_END.replace("\"seq\":4", "\"seq\":7");
+    let user_no_id = TIER_USER.replacen("\"id\":\"u1\",", "", 1);
+    let path = tiered_log(dir.path(), &user_no_id, TIER_STEP_END, &gap);
+    // The audit refuses seq 1 first: rows and edges go in file order.
+    assert_eq!(
+        refusal_of(&path),
+        (
+            Refusal::PayloadShape,
+            "user/message 1 data lacks required member \"id\"".into()
+        )
+    );
+    let path = tiered_log(dir.path(), TIER_USER, TIER_STEP_END, &gap);
+    assert_eq!(
+        refusal_of(&path),
+        (
+            Refusal::CodecRow,
+            "released Session row 4 has seq gap (expected 4, got 7)".into()
+        )
+    );
 }
