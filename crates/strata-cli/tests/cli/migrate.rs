@@ -94,8 +94,10 @@ fn an_invalid_source_is_refused_and_nothing_is_written() {
         .arg(&source)
         .assert()
         .code(1)
+        // Upstream's v1→v2 edge reads the endpoints of any surfaceOp but "append", and names
+        // the one it cannot map (docs/migration.md, refusal `m2-unmapped-reference`).
         .stderr(predicate::str::contains(
-            "refusing to migrate an invalid v0 log",
+            "[m2-unmapped-reference]: user/message 2 surface start targets consumed assistant/chunk undefined",
         ));
     assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 1);
 }
