@@ -62,6 +62,13 @@ impl<I: Iterator<Item = StageItem>> V0ToV1<I> {
                 text,
             });
         }
+        if let Some(text) = normalizer_members(&staged) {
+            return Err(MigrateError::Refused {
+                at: self.context.at(&staged),
+                refusal: Refusal::PayloadShape,
+                text,
+            });
+        }
         let mut event = Value::Object(std::mem::take(&mut staged.event));
         self.upgrader
             .upgrade(&mut event)
@@ -267,6 +274,49 @@ impl<I: Iterator<Item = StageItem>> V0ToV1<I> {
             detail: rejection.message.clone(),
         }
     }
+}
+
+/// The member checks upstream's `turn/end` and `steering/message` normalizers make before they
+/// rewrite (docs/migration.md, "v0 → v1" steps 4 and 6), with their texts; what they call
+/// malformed is left to the upgrader, which says so in the same words.
+fn normalizer_members(staged: &Staged) -> Option<String> {
+    use crate::legacy::released_rows::{count, exact_keys};
+    let tag = staged.event_type();
+    if !matches!(tag, "turn/end" | "steering/message") {
+        return None;
+    }
+    let seq = crate::legacy::js::display(staged.event.get("seq"));
+    let label = format!("{tag} {seq}");
+    let Some(Value::Object(data)) = staged.event.get("data") else {
+        return Some(format!("{label} data must be a JSON object"));
+    };
+    let data_label = format!("{label} data");
+    let required: &[&str] = match tag {
+        "turn/end" => &["turn", "reason"],
+        _ if data.contains_key("message") => &["turn", "message"],
+        _ => &["turn", "content", "source"],
+    };
+    if let Err(text) = exact_keys(data, required, &[], &data_label) {
+        return Some(text);
+    }
+    if count(data.get("turn")).is_none() {
+        return Some(format!("{label} turn must be a non-negative safe integer"));
+    }
+    if tag != "turn/end" {
+        return None;
+    }
+    let Some(Value::Object(reason)) = data.get("reason") else {
+        return Some(format!("{label} reason must be a JSON object"));
+    };
+    let exact_kind = match reason.get("kind").and_then(Value::as_str) {
+        Some("completed" | "blocked" | "max-tokens" | "interrupted" | "disposed") => true,
+        Some("aborted") => !reason.contains_key("reason"),
+        _ => false,
+    };
+    if exact_kind {
+        return exact_keys(reason, &["kind"], &[], &format!("{label} reason")).err();
+    }
+    None
 }
 
 impl<I: Iterator<Item = StageItem>> Iterator for V0ToV1<I> {
