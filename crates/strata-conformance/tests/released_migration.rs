@@ -13,8 +13,9 @@
 //! v0 header; an event without `seq` or `time` gets its index and the fixture time), `N`
 //! generated v0 logs in dsh's turn shape (`gen.py --released`, fresh seed per run, printed;
 //! `STRATA_MIGRATION_SEED` reproduces a run, `STRATA_MIGRATION_LOGS` sets N, default 12), and
-//! the v2 log of upstream's intermediate hop for every log upstream migrates (so the v2→v3
-//! edge is compared on its own too).
+//! the same logs read as v1 (a v0 log's rows under a `"version":1` header, which upstream
+//! decodes and audits at version 1), and the v2 log of upstream's intermediate hop for every
+//! log upstream migrates (so the v2→v3 edge is compared on its own too).
 //!
 //! Known disagreements on fixtures are listed in `tests/released_migration.expected`
 //! (`name<TAB>kind`), each a documented divergence (docs/migration.md, docs/divergences.md);
@@ -171,7 +172,28 @@ fn main() -> ExitCode {
     let mut seen_expected: BTreeMap<String, Kind> = BTreeMap::new();
     let mut disagreeing: Vec<(String, Kind)> = Vec::new();
     let mut v2_logs: Vec<(String, PathBuf, bool)> = Vec::new();
-    for (pass, list) in [("v0", std::mem::take(&mut logs)), ("v2", Vec::new())] {
+    // Every v0 log whose header says `"version":0` is read once more as a v1 log (the same
+    // rows: v1 is v0's physical layout), which upstream's chain decodes and audits at version 1.
+    let v1_dir = scratch.join("v1-sources");
+    let _ = fs::create_dir_all(&v1_dir);
+    let v1_logs: Vec<(String, PathBuf, bool)> = logs
+        .iter()
+        .filter_map(|(name, path, expectable)| {
+            let text = fs::read_to_string(path).ok()?;
+            let (header, rest) = text.split_once('\n')?;
+            let header = header
+                .contains("\"version\":0")
+                .then(|| header.replacen("\"version\":0", "\"version\":1", 1))?;
+            let target = v1_dir.join(name);
+            fs::write(&target, format!("{header}\n{rest}")).ok()?;
+            Some((name.clone(), target, *expectable))
+        })
+        .collect();
+    for (pass, list) in [
+        ("v0", std::mem::take(&mut logs)),
+        ("v1", v1_logs),
+        ("v2", Vec::new()),
+    ] {
         let list = if pass == "v2" {
             std::mem::take(&mut v2_logs)
         } else {
@@ -179,7 +201,7 @@ fn main() -> ExitCode {
         };
         for (name, source, expectable) in list {
             let dir = scratch.join(pass).join(&name);
-            let outcome = match run_one(oracle, &source, &dir, pass == "v0") {
+            let outcome = match run_one(oracle, &source, &dir, pass) {
                 Ok((outcome, v2)) => {
                     if let Some(v2) = v2 {
                         v2_logs.push((name.clone(), v2, expectable));
@@ -244,7 +266,7 @@ fn main() -> ExitCode {
     for ((pass, kind), count) in &tally {
         println!("  {pass} {:<16} {count}", kind.name());
     }
-    for pass in ["v0", "v2"] {
+    for pass in ["v0", "v1", "v2"] {
         let count = |kind: Kind| tally.get(&(pass, kind)).copied().unwrap_or(0);
         let upstream_migrated = count(Kind::Same) + count(Kind::Diff) + count(Kind::StrataRefuses);
         let upstream_refused =
@@ -271,19 +293,20 @@ fn main() -> ExitCode {
     }
 }
 
-/// Migrates `source` with both chains in `dir`; for a v0 pass also returns upstream's v2 log
-/// when upstream migrated.
+/// Migrates `source` (a log of generation `pass`) with both chains in `dir`; for a v0 pass
+/// also returns upstream's v2 log when upstream migrated.
 fn run_one(
     oracle: &FormatOracle,
     source: &Path,
     dir: &Path,
-    keep_v2: bool,
+    pass: &str,
 ) -> Result<(Outcome, Option<PathBuf>), String> {
     fs::create_dir_all(dir).map_err(|error| format!("{}: {error}", dir.display()))?;
-    let input = dir.join(if keep_v2 {
-        "session.jsonl"
-    } else {
-        "session.v2.jsonl"
+    let keep_v2 = pass == "v0";
+    let input = dir.join(match pass {
+        "v0" => "session.jsonl",
+        "v1" => "session.v1.jsonl",
+        _ => "session.v2.jsonl",
     });
     fs::copy(source, &input).map_err(|error| format!("{}: {error}", source.display()))?;
     let upstream_out = dir.join("upstream.v3.jsonl");

@@ -42,6 +42,12 @@ pub fn migrate_events(
         events = Box::new(V0ToV1::new(events, context.clone()));
     }
     let mut hop = None;
+    if generation == Generation::V1 {
+        let context = context.clone();
+        events = Box::new(
+            events.map(move |item| item.and_then(|staged| v1_v2::audit_decoded(&context, staged))),
+        );
+    }
     if generation <= Generation::V1 {
         let seed_length = v1_v2::seed_length(&header);
         header = v1_v2::header(&header);

@@ -177,23 +177,45 @@ fn members(tag: &str) -> Option<(&'static [&'static str], &'static [&'static str
     })
 }
 
-/// Audits one v0 event of type `tag` at `seq` (already normalized by the edge).
-pub fn audit(tag: &str, seq: u64, data: Option<&Value>) -> Result<(), AuditError> {
+/// Whether `tag` is of the frozen v0 (and v1) inventory.
+pub fn is_known(tag: &str) -> bool {
+    members(tag).is_some()
+}
+
+/// Audits one event of type `tag` at `seq` of payload generation `version` (0: a v0 event the
+/// v0→v1 edge normalized; 1: an event read from a v1 file, audited by the v1→v2 edge).
+pub fn audit(tag: &str, seq: u64, data: Option<&Value>, version: u8) -> Result<(), AuditError> {
     let Some((required, optional)) = members(tag) else {
         return Err(AuditError::UnknownType);
     };
     let label = format!("{tag} {seq}");
     let data = record(data, &format!("{label} data")).map_err(AuditError::Rule)?;
     if tag == "subagent/descriptor" && data.get("version").and_then(number) != Some(3.0) {
-        let version =
+        let descriptor =
             count_of(data.get("version"), &format!("{label} version")).map_err(AuditError::Rule)?;
-        return Err(AuditError::DescriptorVersion(version));
+        // A v1 file's other descriptor versions are opaque to the audit (v2→v3 refuses them).
+        return match version {
+            0 => Err(AuditError::DescriptorVersion(descriptor)),
+            _ => Ok(()),
+        };
     }
+    // From v1 on, a delivery marker may name the generation it was accepted in.
+    let versioned: Vec<&str>;
+    let optional = if version >= 1 && tag == "session-log-deepseek/delivery-accepted" {
+        versioned = optional
+            .iter()
+            .copied()
+            .chain(["sessionFormatVersion"])
+            .collect();
+        &versioned[..]
+    } else {
+        optional
+    };
     exact_keys(data, required, optional, &format!("{label} data")).map_err(AuditError::Rule)?;
-    semantics(tag, seq, data, &label).map_err(AuditError::Rule)
+    semantics(tag, seq, data, &label, version).map_err(AuditError::Rule)
 }
 
-fn semantics(tag: &str, seq: u64, data: &Map<String, Value>, label: &str) -> Check {
+fn semantics(tag: &str, seq: u64, data: &Map<String, Value>, label: &str, version: u8) -> Check {
     let at = |key: &str| format!("{label} {key}");
     let get = |key: &str| data.get(key);
     let optional = |key: &str, check: &dyn Fn(&Value, &str) -> Check| match get(key) {
@@ -365,11 +387,13 @@ fn semantics(tag: &str, seq: u64, data: &Map<String, Value>, label: &str) -> Che
             })
         }
         "session-log-deepseek/delivery-accepted" => {
-            // Only a marker of this generation (0) is judged.
-            if let Some(version) = get("sessionFormatVersion") {
-                if count_of(Some(version), &at("sessionFormatVersion"))? != 0 {
-                    return Ok(());
-                }
+            // Only a marker of this payload generation is judged.
+            let accepted = match get("sessionFormatVersion") {
+                Some(value) => count_of(Some(value), &at("sessionFormatVersion"))?,
+                None => 0,
+            };
+            if accepted != u64::from(version) {
+                return Ok(());
             }
             non_empty(get("sessionId"), &at("sessionId"))?;
             earlier(get("throughSeq"), seq, &at("throughSeq")).map(drop)
@@ -1195,7 +1219,7 @@ mod tests {
     use super::*;
 
     fn rule(tag: &str, seq: u64, data: Value) -> Result<(), AuditError> {
-        audit(tag, seq, Some(&data))
+        audit(tag, seq, Some(&data), 0)
     }
 
     #[test]
@@ -1256,13 +1280,15 @@ mod tests {
 
     #[test]
     fn descriptors_of_another_version_are_named() {
+        let descriptor = json!({"mode": "one-shot", "version": 2, "provider": "p"});
         assert_eq!(
-            rule(
-                "subagent/descriptor",
-                1,
-                json!({"mode": "one-shot", "version": 2, "provider": "p"})
-            ),
+            rule("subagent/descriptor", 1, descriptor.clone()),
             Err(AuditError::DescriptorVersion(2))
+        );
+        // Opaque in a v1 file (the v2→v3 edge refuses it).
+        assert_eq!(
+            audit("subagent/descriptor", 1, Some(&descriptor), 1),
+            Ok(())
         );
     }
 }

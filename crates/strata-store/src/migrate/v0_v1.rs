@@ -198,7 +198,7 @@ impl<I: Iterator<Item = StageItem>> V0ToV1<I> {
                 refusal,
                 text,
             };
-            match payload_audit::audit(&tag, seq, event.get("data")) {
+            match payload_audit::audit(&tag, seq, event.get("data"), 0) {
                 Ok(()) => {}
                 Err(AuditError::UnknownType) => {
                     let shown = match event.get("type") {

@@ -32,6 +32,7 @@ use serde_json::{Map, Value};
 use strata_core::json::json_equal;
 
 use super::error::MigrateError;
+use super::payload_audit::{self, AuditError};
 use super::refusal::Refusal;
 use super::remap::{remap_references_strictly, BadReference, SeqMap};
 use super::stage::{StageContext, StageItem, Staged};
@@ -590,6 +591,40 @@ fn envelope_order(mut event: Map<String, Value>) -> Map<String, Value> {
     }
     ordered.extend(event);
     ordered
+}
+
+/// What upstream's v1→v2 edge checks of an event read from a v1 file before it transforms it
+/// (docs/migration.md, "v1 → v2"): the payload audit at version 1 for a known type other than
+/// `assistant/chunk`, then the closed vocabulary. A v0 source's events were audited by the
+/// v0→v1 edge.
+pub fn audit_decoded(context: &StageContext, staged: Staged) -> StageItem {
+    let tag = staged.event_type();
+    let seq = staged.source_seq.unwrap_or_default();
+    let refuse = |refusal, text| MigrateError::Refused {
+        at: context.at(&staged),
+        refusal,
+        text,
+    };
+    if !payload_audit::is_known(tag) {
+        let shown = match staged.event.get("type") {
+            Some(value) => strata_core::json::to_js_string(value),
+            None => "undefined".to_owned(),
+        };
+        let seq = crate::legacy::js::display(staged.event.get("seq"));
+        return Err(refuse(
+            Refusal::UnknownHistoricalType,
+            format!("format v1 contains unknown event type {shown} at seq {seq}"),
+        ));
+    }
+    if tag != "assistant/chunk" {
+        match payload_audit::audit(tag, seq, staged.event.get("data"), 1) {
+            Ok(()) => {}
+            Err(AuditError::Rule(text)) => return Err(refuse(Refusal::PayloadShape, text)),
+            // The inventory was checked above; other descriptor versions pass at v1.
+            Err(AuditError::UnknownType | AuditError::DescriptorVersion(_)) => {}
+        }
+    }
+    Ok(staged)
 }
 
 impl<I: Iterator<Item = StageItem>> Iterator for V1ToV2<I> {
