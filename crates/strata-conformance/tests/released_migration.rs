@@ -343,7 +343,8 @@ fn run_one(
             }
         }
     };
-    let v2 = (keep_v2 && upstream.ok() && upstream_v2.exists()).then_some(upstream_v2);
+    // Upstream writes its v2 log once its first hop passed, also when its v2→v3 hop refuses.
+    let v2 = (keep_v2 && upstream_v2.exists()).then_some(upstream_v2);
     Ok((
         Outcome {
             kind: kind_detail.0,

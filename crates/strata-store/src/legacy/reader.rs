@@ -156,12 +156,13 @@ impl LegacyReader {
         }
     }
 
-    /// Judges each v0/v1 row by upstream's released codec first (`released_rows`), as the
-    /// migration's first hop does; a refusal is [`ReadError::ReleasedRow`].
+    /// Judges each row by upstream's released v0/v1 or v2 codec first (`released_rows`), as
+    /// the migration does; a refusal is [`ReadError::ReleasedRow`].
     pub fn with_released_rows(mut self) -> LegacyReader {
-        if self.generation <= Generation::V1 {
-            self.released_rows = Some(ReleasedRows::default());
-        }
+        self.released_rows = Some(match self.generation {
+            Generation::V0 | Generation::V1 => ReleasedRows::default(),
+            _ => ReleasedRows::v2(),
+        });
         self
     }
 

@@ -32,11 +32,27 @@ pub struct ReleasedRows {
     row: u64,
     /// Events the accepted rows stand for (the next row's expected seq).
     events: u64,
+    /// Whether the rows are a v2 file's (see [`ReleasedRows::v2`]).
+    v2: bool,
 }
 
 impl ReleasedRows {
+    /// The row rules of the released v2 codec: exact envelope keys (a missing one first), a
+    /// string `type`, a safe-integer `time`, `ignorable` only `true`, a row with sources a count
+    /// `seq` and a list of counts or `[start, end]` pairs inside it, all unique earlier seqs
+    /// (strictly increasing once a pair occurs), then the seq gap.
+    pub fn v2() -> ReleasedRows {
+        ReleasedRows {
+            v2: true,
+            ..ReleasedRows::default()
+        }
+    }
+
     /// Judges the next physical row; `Err` carries upstream's text.
     pub fn check(&mut self, value: &Value) -> Result<(), String> {
+        if self.v2 {
+            return self.check_v2(value);
+        }
         let row = self.row;
         self.row += 1;
         let Value::Object(record) = value else {
@@ -77,6 +93,103 @@ impl ReleasedRows {
         self.events += n_events;
         Ok(())
     }
+}
+
+impl ReleasedRows {
+    fn check_v2(&mut self, value: &Value) -> Result<(), String> {
+        let row = self.row;
+        self.row += 1;
+        let label = format!("released v2 row {row}");
+        let Value::Object(record) = value else {
+            return Err(format!("{label} must be an object"));
+        };
+        if let Some(key) = ["type", "seq", "time", "data"]
+            .iter()
+            .find(|key| !record.contains_key(**key))
+        {
+            return Err(format!("{label} lacks required field {key}"));
+        }
+        let allowed = [
+            "type",
+            "seq",
+            "time",
+            "data",
+            "ignorable",
+            "sourceEventSeqs",
+            "surfaceOp",
+        ];
+        if let Some(key) = record.keys().find(|key| !allowed.contains(&key.as_str())) {
+            return Err(format!("{label} has unexpected field {key}"));
+        }
+        if !record.get("type").is_some_and(Value::is_string) {
+            return Err(format!("{label} type must be a string"));
+        }
+        if safe_integer(record.get("time")).is_none() {
+            return Err(format!("{label} time must be a safe integer"));
+        }
+        if record
+            .get("ignorable")
+            .is_some_and(|flag| *flag != Value::Bool(true))
+        {
+            return Err(format!("{label} ignorable must be true when present"));
+        }
+        if let Some(sources) = record.get("sourceEventSeqs") {
+            let seq = count(record.get("seq")).ok_or_else(|| format!("{label} seq {COUNT}"))?;
+            decode_v2_ranges(sources, seq)?;
+        }
+        let expected = self.events;
+        let dense = record
+            .get("seq")
+            .and_then(number)
+            .is_some_and(|seq| seq == expected as f64);
+        if !dense {
+            return Err(format!(
+                "{label} has seq gap (expected {expected}, got {})",
+                display(record.get("seq"))
+            ));
+        }
+        self.events += 1;
+        Ok(())
+    }
+}
+
+/// The released v2 codec's range decoding against a row's seq.
+fn decode_v2_ranges(value: &Value, seq: u64) -> Result<(), String> {
+    let Value::Array(entries) = value else {
+        return Err("sourceEventSeqs must be an array".into());
+    };
+    let mut members: Vec<u64> = Vec::new();
+    let mut has_range = false;
+    for entry in entries {
+        let Value::Array(pair) = entry else {
+            members
+                .push(count(Some(entry)).ok_or_else(|| format!("sourceEventSeqs member {COUNT}"))?);
+            continue;
+        };
+        let [start, end] = pair.as_slice() else {
+            return Err("sourceEventSeqs range must be a [start, end] pair".into());
+        };
+        let start =
+            count(Some(start)).ok_or_else(|| format!("sourceEventSeqs range start {COUNT}"))?;
+        let end = count(Some(end)).ok_or_else(|| format!("sourceEventSeqs range end {COUNT}"))?;
+        let room = seq.saturating_sub(members.len() as u64);
+        if start > end || end >= seq || end - start + 1 > room {
+            return Err("sourceEventSeqs range exceeds its event seq".into());
+        }
+        members.extend(start..=end);
+        has_range = true;
+    }
+    let mut seen = std::collections::HashSet::with_capacity(members.len());
+    if members
+        .iter()
+        .any(|member| *member >= seq || !seen.insert(*member))
+    {
+        return Err("sourceEventSeqs ranges must contain unique earlier seqs".into());
+    }
+    if has_range && members.windows(2).any(|pair| pair[1] <= pair[0]) {
+        return Err("sourceEventSeqs ranges must be strictly increasing".into());
+    }
+    Ok(())
 }
 
 const COUNT: &str = "must be a non-negative safe integer";
@@ -287,6 +400,24 @@ mod tests {
         assert_eq!(
             run(&[first, extra]),
             Err("released text-chunks row 1 has unexpected member \"seq\"".into())
+        );
+    }
+
+    #[test]
+    fn v2_rows_judge_sources_as_unique_earlier_seqs() {
+        let mut rows = ReleasedRows::v2();
+        let first = json!({"type": "turn/start", "seq": 0, "time": 0, "data": {}});
+        assert_eq!(rows.check(&first), Ok(()));
+        let own = json!({"type": "user/message", "seq": 1, "time": 0, "data": {},
+            "surfaceOp": "append", "sourceEventSeqs": [1]});
+        assert_eq!(
+            rows.check(&own),
+            Err("sourceEventSeqs ranges must contain unique earlier seqs".into())
+        );
+        let mut rows = ReleasedRows::v2();
+        assert_eq!(
+            rows.check(&json!({"type": "x", "seq": 0, "time": 0, "data": {}, "extra": 1})),
+            Err("released v2 row 0 has unexpected field extra".into())
         );
     }
 

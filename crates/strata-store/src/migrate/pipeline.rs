@@ -312,13 +312,14 @@ fn write_temp(source: &Path, temp: &mut TempFile, zstd: bool) -> Result<u64, Mig
             Err(error) if migrated.hop.as_ref().is_some_and(HopVerdict::edges_refused) => {
                 return Err(error)
             }
-            // The v2→v3 edge refused: after a first hop, pull the stream to its end, since
-            // that hop's refusals anywhere outrank this one (see `artifact`).
+            // An error while the stream is drained after the v2→v3 edge refused is its
+            // input's: the codec's or the first hop's edges', which outrank the edge.
+            Err(error) if edge_refusal.is_some() => return Err(error),
+            // The v2→v3 edge refused: pull the stream to its end, since the codec's rows (all
+            // read before upstream's v2→v3 hop runs) and the first hop's refusals anywhere
+            // outrank this one (see `artifact`).
             Err(error) => {
-                edge_refusal.get_or_insert(error);
-                if migrated.hop.is_none() {
-                    break;
-                }
+                edge_refusal = Some(error);
                 continue;
             }
         };
