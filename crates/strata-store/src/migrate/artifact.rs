@@ -272,3 +272,66 @@ fn envelope(event: &Map<String, Value>, index: u64) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::envelope;
+
+    fn judge(event: Value, index: u64) -> Result<(), String> {
+        match event {
+            Value::Object(map) => envelope(&map, index),
+            _ => Err("not an object".into()),
+        }
+    }
+
+    #[test]
+    fn the_envelope_rules_speak_upstreams_texts_in_its_order() {
+        let ok = json!({"type": "turn/start", "seq": 3, "time": 5, "data": {"turn": 1}});
+        assert_eq!(judge(ok.clone(), 3), Ok(()));
+        assert_eq!(
+            judge(ok.clone(), 4),
+            Err("format v2 event 4 is not dense".into())
+        );
+        let mut log_only_sources = ok.clone();
+        log_only_sources["sourceEventSeqs"] = json!([]);
+        assert_eq!(
+            judge(log_only_sources, 3),
+            Err("format v2 event 3 has unexpected field sourceEventSeqs".into())
+        );
+        let mut no_data = ok.clone();
+        no_data.as_object_mut().map(|map| map.shift_remove("data"));
+        no_data["extra"] = json!(1);
+        assert_eq!(
+            judge(no_data, 3),
+            Err("format v2 event 3 lacks required field data".into())
+        );
+        let mut fraction = ok.clone();
+        fraction["time"] = json!(1.5);
+        assert_eq!(
+            judge(fraction, 3),
+            Err("format v2 event 3 time must be a safe integer".into())
+        );
+        let mut not_ignorable = ok;
+        not_ignorable["ignorable"] = json!(false);
+        assert_eq!(
+            judge(not_ignorable, 3),
+            Err("format v2 event 3 ignorable must be true when present".into())
+        );
+        assert_eq!(
+            judge(
+                json!({"type": "x/unknown", "seq": 0, "time": 0, "data": {}}),
+                0
+            ),
+            Err("format v2 contains unknown event type \"x/unknown\" at seq 0".into())
+        );
+        // An unknown ignorable event is opaque: it may carry surface metadata.
+        let opaque = json!({"type": "x/unknown", "seq": 0, "time": 0, "data": {},
+            "ignorable": true, "surfaceOp": "append"});
+        assert_eq!(judge(opaque, 0), Ok(()));
+        let user = json!({"type": "user/message", "seq": 0, "time": 0, "data": {},
+            "surfaceOp": "append", "sourceEventSeqs": []});
+        assert_eq!(judge(user, 0), Ok(()));
+    }
+}
