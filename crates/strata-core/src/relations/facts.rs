@@ -230,26 +230,26 @@ impl Message {
             return None;
         }
         if shape != Shape::TopSource {
-            facts.turn = num(data.get("turn"))?;
-            facts.step = num(data.get("step"))?;
+            facts.turn = num(data.member("turn"))?;
+            facts.step = num(data.member("step"))?;
         }
         match shape {
-            Shape::TopSource => facts.source = Source::from_node(data.get("source"))?,
+            Shape::TopSource => facts.source = Source::from_node(data.member("source"))?,
             Shape::MessageSource => {
-                let message = data.get("message");
+                let message = data.member("message");
                 if message.is_some_and(N::opaque) {
                     return None;
                 }
                 facts.source =
-                    Source::from_node(message.and_then(|message| message.get("source")))?;
+                    Source::from_node(message.and_then(|message| message.member("source")))?;
             }
             Shape::Calls => {
-                let message = data.get("message");
+                let message = data.member("message");
                 if message.is_some_and(N::opaque) {
                     return None;
                 }
                 let content = message
-                    .and_then(|message| message.get("content"))
+                    .and_then(|message| message.member("content"))
                     .filter(|content| content.kind() == Kind::Array);
                 if let Some(content) = content {
                     if content.opaque() {
@@ -263,12 +263,12 @@ impl Message {
                             return None;
                         }
                         let tool_call =
-                            block.get("type").and_then(N::text).as_deref() == Some("tool-call");
+                            block.member("type").and_then(N::text).as_deref() == Some("tool-call");
                         if tool_call {
                             facts.calls.push(Block {
-                                id: held(block.get("id"))?.unwrap_or(Value::Null),
-                                name: held(block.get("name"))?,
-                                arguments: held(block.get("arguments"))?,
+                                id: held(block.member("id"))?.unwrap_or(Value::Null),
+                                name: held(block.member("name"))?,
+                                arguments: held(block.member("arguments"))?,
                             });
                         }
                     }
@@ -276,9 +276,9 @@ impl Message {
             }
             Shape::Invocation => {
                 facts.invocation = Invocation {
-                    call_id: held(data.get("callId"))?,
-                    name: held(data.get("name"))?,
-                    arguments: held(data.get("arguments"))?,
+                    call_id: held(data.member("callId"))?,
+                    name: held(data.member("name"))?,
+                    arguments: held(data.member("arguments"))?,
                 };
             }
             Shape::Settlement => {}
@@ -295,8 +295,8 @@ impl Source {
         if source.opaque() {
             return None;
         }
-        let text = |key: &str| source.get(key).and_then(N::text);
-        let value = |key: &str| held(source.get(key));
+        let text = |key: &str| source.member(key).and_then(N::text);
+        let value = |key: &str| held(source.member(key));
         let kind = text("kind");
         Some(Source {
             user: kind.as_deref() == Some("user"),
@@ -337,6 +337,10 @@ fn number(text: &str) -> Option<Value> {
 
 /// A payload node the facts are read from: a tree's node, or a view's.
 trait Leaf<'n>: Node<'n> {
+    /// The member `key` of an object, as [`Node::get`] finds it.
+    fn member(self, key: &str) -> Option<Self> {
+        self.get(key)
+    }
     /// The node as a value; `None` for a container a view materialized (the rules copy only
     /// scalars and raw texts: ids, names, arguments).
     fn value(self) -> Option<Value>;
@@ -350,6 +354,16 @@ trait Leaf<'n>: Node<'n> {
 }
 
 impl<'n> Leaf<'n> for &'n Value {
+    /// A scan of the members, as a view's lookup: the facts read a few keys of small objects
+    /// (a message, its source, a block), where hashing each key costs more than comparing it
+    /// with every key. A map's keys are distinct, so the one found is the one `get` finds.
+    fn member(self, key: &str) -> Option<Self> {
+        self.as_object()?
+            .iter()
+            .find(|(name, _)| name.as_str() == key)
+            .map(|(_, value)| value)
+    }
+
     fn value(self) -> Option<Value> {
         Some(self.clone())
     }
