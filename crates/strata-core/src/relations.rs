@@ -715,9 +715,10 @@ impl Relations {
                         "tool/call does not match an open turn and step",
                     ));
                 }
-                let call_id = message.invocation.call_id.as_ref();
-                let name = message.invocation.name.as_ref();
-                let arguments = message.invocation.arguments.as_ref();
+                let invocation = message.invocation();
+                let call_id = invocation.call_id.as_ref();
+                let name = invocation.name.as_ref();
+                let arguments = invocation.arguments.as_ref();
                 let matching: Vec<usize> = b
                     .calls
                     .iter()
@@ -757,7 +758,7 @@ impl Relations {
                             "tool/result does not match an open turn and step",
                         ));
                     }
-                    let call_id = message.source.call_id.as_ref();
+                    let call_id = message.source.call_id();
                     let Some(index) = b
                         .calls
                         .iter()
@@ -1187,11 +1188,8 @@ impl Relations {
                     && matches!(event.surface_op(), Some(SurfaceOp::Replace(_)));
                 if checkpoint {
                     let matches = b.compaction.as_ref().is_some_and(|open| {
-                        same(open.compaction_id.as_ref(), source.compaction_id.as_ref())
-                            && same(
-                                open.source_command_id.as_ref(),
-                                source.source_command_id.as_ref(),
-                            )
+                        same(open.compaction_id.as_ref(), source.compaction_id())
+                            && same(open.source_command_id.as_ref(), source.source_command_id())
                     });
                     if !matches {
                         return Err(refuse(

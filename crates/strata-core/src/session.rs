@@ -61,7 +61,7 @@ impl Row {
             }
             Row::Checked(Checked::Accepted(event, facts)) => {
                 let plan = accept_existing(context, &event)?;
-                Ok((Arc::new(event), plan, facts.map(|facts| *facts)))
+                Ok((Arc::new(event), plan, facts))
             }
             Row::Checked(Checked::Rejected(error)) => Err(*error),
             Row::Checked(Checked::Deferred(raw)) => {

@@ -39,12 +39,39 @@ pub(crate) struct Source {
     pub plugin: bool,
     /// `plugin` is the string `"compact"`.
     pub compact: bool,
+    /// `callId`, when present (boxed: a `Value` is large, and most sources have none).
+    call_id: Option<Box<Value>>,
+    /// `compactionId` and `sourceCommandId`, when either is present (a compaction
+    /// checkpoint's): held apart, as nearly every message has neither.
+    compaction: Option<Box<Compaction>>,
+}
+
+/// A source's `compactionId` and `sourceCommandId`.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Compaction {
+    compaction_id: Option<Value>,
+    source_command_id: Option<Value>,
+}
+
+impl Source {
     /// `callId`, when present.
-    pub call_id: Option<Value>,
+    pub(crate) fn call_id(&self) -> Option<&Value> {
+        self.call_id.as_deref()
+    }
+
     /// `compactionId`, when present.
-    pub compaction_id: Option<Value>,
+    pub(crate) fn compaction_id(&self) -> Option<&Value> {
+        self.compaction.as_ref()?.compaction_id.as_ref()
+    }
+
     /// `sourceCommandId`, when present.
-    pub source_command_id: Option<Value>,
+    pub(crate) fn source_command_id(&self) -> Option<&Value> {
+        self.compaction.as_ref()?.source_command_id.as_ref()
+    }
+
+    fn compaction_mut(&mut self) -> &mut Compaction {
+        self.compaction.get_or_insert_with(Box::default)
+    }
 }
 
 /// One `tool-call` block of an assistant message's `message.content`.
@@ -60,26 +87,27 @@ pub(crate) struct Block {
 
 /// A `turn` or `step` as the rules compare it: nearly always a plain safe integer, held
 /// without a `Value` (a number's `Value` is a heap string under `arbitrary_precision`, and
-/// facts read on a decoding thread are dropped on the restoring one).
+/// facts read on a decoding thread are dropped on the restoring one). Any other value is
+/// boxed, so the facts stay small.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Num {
     /// A non-negative safe integer.
     Int(u64),
     /// Any other value.
-    Other(Value),
+    Other(Box<Value>),
 }
 
 impl Num {
     fn of(value: Value) -> Num {
         match safe_count(&value) {
             Some(n) => Num::Int(n),
-            None => Num::Other(value),
+            None => Num::Other(Box::new(value)),
         }
     }
 
     /// [`Num::of`] of a borrowed value (copied only when it is not a count).
     fn of_ref(value: &Value) -> Num {
-        safe_count(value).map_or_else(|| Num::Other(value.clone()), Num::Int)
+        safe_count(value).map_or_else(|| Num::Other(Box::new(value.clone())), Num::Int)
     }
 
     /// Whether the value is the integer `n` (JavaScript `===`).
@@ -94,7 +122,7 @@ impl Num {
     pub(crate) fn value(&self) -> Cow<'_, Value> {
         match self {
             Num::Int(n) => Cow::Owned(Value::from(*n)),
-            Num::Other(value) => Cow::Borrowed(value),
+            Num::Other(value) => Cow::Borrowed(&**value),
         }
     }
 }
@@ -116,6 +144,9 @@ pub(crate) struct Invocation {
 }
 
 /// What the rules read of a message payload.
+///
+/// Small (no heap in the common message) and held by value: a decoding thread's facts travel
+/// inline with the row to the restoring thread, which has nothing of theirs to free.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Message {
     /// The payload is a JSON object (P12).
@@ -128,8 +159,26 @@ pub(crate) struct Message {
     pub source: Source,
     /// The `tool-call` blocks, in order (assistant messages).
     pub calls: Vec<Block>,
-    /// The call a `tool/call` starts.
-    pub invocation: Invocation,
+    /// The call a `tool/call` starts (`Some` exactly for a `tool/call`'s facts).
+    invocation: Option<Box<Invocation>>,
+}
+
+/// The invocation of a message that starts no call.
+static NO_INVOCATION: Invocation = Invocation {
+    call_id: None,
+    name: None,
+    arguments: None,
+};
+
+impl Message {
+    /// The call a `tool/call` starts (all absent for other types).
+    pub(crate) fn invocation(&self) -> &Invocation {
+        self.invocation.as_deref().unwrap_or(&NO_INVOCATION)
+    }
+
+    fn invocation_mut(&mut self) -> &mut Invocation {
+        self.invocation.get_or_insert_with(Box::default)
+    }
 }
 
 /// The types [`Message`] describes.
@@ -275,11 +324,11 @@ impl Message {
                 }
             }
             Shape::Invocation => {
-                facts.invocation = Invocation {
+                facts.invocation = Some(Box::new(Invocation {
                     call_id: held(data.member("callId"))?,
                     name: held(data.member("name"))?,
                     arguments: held(data.member("arguments"))?,
-                };
+                }));
             }
             Shape::Settlement => {}
         }
@@ -298,13 +347,20 @@ impl Source {
         let text = |key: &str| source.member(key).and_then(N::text);
         let value = |key: &str| held(source.member(key));
         let kind = text("kind");
+        let compaction_id = value("compactionId")?;
+        let source_command_id = value("sourceCommandId")?;
+        let compaction = (compaction_id.is_some() || source_command_id.is_some()).then(|| {
+            Box::new(Compaction {
+                compaction_id,
+                source_command_id,
+            })
+        });
         Some(Source {
             user: kind.as_deref() == Some("user"),
             plugin: kind.as_deref() == Some("plugin"),
             compact: text("plugin").as_deref() == Some("compact"),
-            call_id: value("callId")?,
-            compaction_id: value("compactionId")?,
-            source_command_id: value("sourceCommandId")?,
+            call_id: value("callId")?.map(Box::new),
+            compaction,
         })
     }
 }
@@ -478,6 +534,7 @@ impl<'de> Visitor<'de> for TopSeed {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Message, A::Error> {
         let mut facts = Message {
             object: true,
+            invocation: (self.0 == Shape::Invocation).then(Box::default),
             ..Message::default()
         };
         let reads_settlement = self.0 != Shape::TopSource;
@@ -499,13 +556,13 @@ impl<'de> Visitor<'de> for TopSeed {
                     facts.calls = map.next_value::<MessageCalls>()?.0;
                 }
                 (Field::CallId, Shape::Invocation) => {
-                    facts.invocation.call_id = Some(map.next_value()?);
+                    facts.invocation_mut().call_id = Some(map.next_value()?);
                 }
                 (Field::Name, Shape::Invocation) => {
-                    facts.invocation.name = Some(map.next_value()?);
+                    facts.invocation_mut().name = Some(map.next_value()?);
                 }
                 (Field::Arguments, Shape::Invocation) => {
-                    facts.invocation.arguments = Some(map.next_value()?);
+                    facts.invocation_mut().arguments = Some(map.next_value()?);
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -683,9 +740,13 @@ impl Read for AnySource {
                     source.plugin = kind == Text::Plugin;
                 }
                 Field::Plugin => source.compact = map.next_value::<Text>()? == Text::Compact,
-                Field::CallId => source.call_id = Some(map.next_value()?),
-                Field::CompactionId => source.compaction_id = Some(map.next_value()?),
-                Field::SourceCommandId => source.source_command_id = Some(map.next_value()?),
+                Field::CallId => source.call_id = Some(Box::new(map.next_value()?)),
+                Field::CompactionId => {
+                    source.compaction_mut().compaction_id = Some(map.next_value()?);
+                }
+                Field::SourceCommandId => {
+                    source.compaction_mut().source_command_id = Some(map.next_value()?);
+                }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
