@@ -802,11 +802,16 @@ fn legacy_subject(context: &Context<'_>, who: &Who<'_>) -> String {
 }
 
 /// How deep a store's scan materializes a payload's view: as deep as its type's data and
-/// shape rules read ([`view_depth`]), and a `tool/call`'s top level, which only the
-/// relational rules read (`relations::Facts`, read ahead on the decoding thread).
+/// shape rules read ([`view_depth`]), and the top level of a `tool/call` and of the turn and
+/// step boundaries, which only the relational rules read (`relations::Facts`, read ahead on
+/// the decoding thread).
 pub(crate) fn scan_depth(event_type: &EventType) -> u8 {
     match event_type {
-        EventType::ToolCall => 1,
+        EventType::ToolCall
+        | EventType::TurnStart
+        | EventType::TurnEnd
+        | EventType::StepStart
+        | EventType::StepEnd => 1,
         other => view_depth(other),
     }
 }

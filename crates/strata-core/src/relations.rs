@@ -75,6 +75,16 @@ fn is_int(value: Option<&Value>, n: u64) -> bool {
     value.and_then(non_negative_safe_integer) == Some(n)
 }
 
+/// [`is_int`] of a `turn` or `step` read as a fact.
+fn num_is(num: Option<&facts::Num>, n: u64) -> bool {
+    num.is_some_and(|num| num.is(n))
+}
+
+/// [`js_json`] of a `turn` or `step` read as a fact.
+fn num_json(num: Option<&facts::Num>) -> String {
+    js_json(num.map(facts::Num::value).as_deref())
+}
+
 /// One tool call the open step advertised (an `assistant/message` `tool-call` block) and
 /// no `tool/result` has settled yet. A settled call leaves the list, as upstream deletes
 /// it from its lifecycle map: its id may be advertised again, and a second result for it
@@ -498,7 +508,8 @@ impl Relations {
         let tag = event.event_type.as_str();
         let seq = event.seq.get();
         let is_handled = handled(event);
-        // A message's rules read a few scalars ([`facts::Message`]); other payloads are small.
+        // A message's rules, and the turn and step boundaries', read a few scalars
+        // ([`facts::Message`]); other payloads are small.
         let has_facts = facts::has_facts(&event.event_type);
         // Read ahead by a decoding thread (a stored row), or here.
         let read;
@@ -592,14 +603,16 @@ impl Relations {
             (Some(t), Some(s)) => is_int(turn, t) && is_int(step, s),
             _ => false,
         };
+        // The turn and step boundaries read their `turn` and `step` as facts.
+        let (fact_turn, fact_step) = (message.turn.as_ref(), message.step.as_ref());
         match view {
             "turn/start" => {
-                if b.open_turn.is_some() || !is_int(turn, b.next_turn) {
+                if b.open_turn.is_some() || !num_is(fact_turn, b.next_turn) {
                     return Err(refuse(
                         Rule::TurnStartNumber,
                         format!(
                             "turn/start {} does not open expected turn {}",
-                            js_json(turn),
+                            num_json(fact_turn),
                             b.next_turn
                         ),
                     ));
@@ -613,10 +626,10 @@ impl Relations {
                 b.to_mut().chains.clear();
             }
             "turn/end" => {
-                if !b.open_turn.is_some_and(|t| is_int(turn, t)) {
+                if !b.open_turn.is_some_and(|t| num_is(fact_turn, t)) {
                     return Err(refuse(
                         Rule::TurnEndUnmatched,
-                        format!("turn/end {} has no matching open turn", js_json(turn)),
+                        format!("turn/end {} has no matching open turn", num_json(fact_turn)),
                     ));
                 }
                 if let Some(call) = b.calls.first() {
@@ -631,7 +644,7 @@ impl Relations {
                 if b.open_step.is_some() {
                     return Err(refuse(
                         Rule::TurnEndCrossesStep,
-                        format!("turn/end {} crosses an open step", js_json(turn)),
+                        format!("turn/end {} crosses an open step", num_json(fact_turn)),
                     ));
                 }
                 b.to_mut().open_turn = None;
@@ -639,8 +652,8 @@ impl Relations {
             }
             "step/start" => {
                 let ok = b.open_step.is_none()
-                    && b.open_turn.is_some_and(|t| is_int(turn, t))
-                    && is_int(step, b.next_step);
+                    && b.open_turn.is_some_and(|t| num_is(fact_turn, t))
+                    && num_is(fact_step, b.next_step);
                 if !ok {
                     return Err(refuse(
                         Rule::StepStartNumber,

@@ -183,7 +183,11 @@ impl Message {
 
 /// The types [`Message`] describes.
 #[cfg(test)]
-const TYPES: [EventType; 6] = [
+const TYPES: [EventType; 10] = [
+    EventType::TurnStart,
+    EventType::TurnEnd,
+    EventType::StepStart,
+    EventType::StepEnd,
     EventType::ToolCall,
     EventType::UserMessage,
     EventType::SystemMessage,
@@ -196,7 +200,11 @@ const TYPES: [EventType; 6] = [
 pub(crate) fn has_facts(event_type: &EventType) -> bool {
     matches!(
         event_type,
-        EventType::ToolCall
+        EventType::TurnStart
+            | EventType::TurnEnd
+            | EventType::StepStart
+            | EventType::StepEnd
+            | EventType::ToolCall
             | EventType::UserMessage
             | EventType::SystemMessage
             | EventType::AssistantMessage
@@ -214,7 +222,7 @@ enum Shape {
     MessageSource,
     /// `turn`, `step` and the `tool-call` blocks of `message.content`.
     Calls,
-    /// `turn` and `step` (`assistant/attempt`).
+    /// `turn` and `step` (`assistant/attempt`, the turn and step boundaries).
     Settlement,
     /// `turn`, `step` and the started call (`tool/call`).
     Invocation,
