@@ -22,6 +22,7 @@ use std::fmt;
 use serde::de::{
     self, Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
 };
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::event::{Event, EventType};
@@ -549,10 +550,10 @@ impl<'de> Visitor<'de> for TopSeed {
         while let Some(key) = map.next_key::<Field>()? {
             match (key, self.0) {
                 (Field::Turn, _) if reads_settlement => {
-                    facts.turn = Some(Num::of(map.next_value()?));
+                    facts.turn = Some(raw_num(map.next_value()?)?);
                 }
                 (Field::Step, _) if reads_settlement => {
-                    facts.step = Some(Num::of(map.next_value()?));
+                    facts.step = Some(raw_num(map.next_value()?)?);
                 }
                 (Field::Source, Shape::TopSource) => {
                     facts.source = map.next_value::<AnySource>()?.0;
@@ -578,6 +579,18 @@ impl<'de> Visitor<'de> for TopSeed {
             }
         }
         Ok(facts)
+    }
+}
+
+/// A `turn` or `step` from its raw text (borrowed from the payload): a plain safe integer
+/// without a `Value` (a number's is a heap string), anything else as the tree holds it.
+fn raw_num<E: de::Error>(raw: &RawValue) -> Result<Num, E> {
+    let text = raw.get();
+    match crate::json::plain_integer(text) {
+        Some(n) if n <= MAX_SAFE_INTEGER => Ok(Num::Int(n)),
+        _ => number(text)
+            .map(Num::of)
+            .ok_or_else(|| E::custom("an unreadable turn or step")),
     }
 }
 
