@@ -25,6 +25,7 @@ use crate::generation::{Generation, ReplaceSpelling};
 use crate::json::{
     is_lossless, js_non_negative_safe_integer, json_equal, non_negative_safe_integer,
 };
+use crate::relations::{has_facts, Facts};
 use crate::rule::{AcceptError, Rule};
 use crate::scan::PreparedView;
 use crate::seq::{Seq, MAX_SAFE_INTEGER};
@@ -145,10 +146,10 @@ pub(crate) struct Envelope {
 }
 
 /// Accepts one stored or seeded row.
-pub(crate) fn accept_raw(
-    context: &Context<'_>,
-    raw: RawEvent,
-) -> Result<(Event, SurfacePlan), AcceptError> {
+///
+/// Also gives the payload facts the relational rules read (`relations::Facts`), when they
+/// apply and the row's view gave them: the rules then read no payload text again.
+pub(crate) fn accept_raw(context: &Context<'_>, raw: RawEvent) -> Result<Accepted, AcceptError> {
     let index = context.index;
     if context.generation.legacy_check_order() {
         // v0 reads the row's `type` before anything else (docs/v0-rules.md, E0): a `null` row
@@ -189,11 +190,15 @@ pub(crate) fn accept_raw(
     accept_envelope(context, envelope)
 }
 
+/// An accepted event, its surface plan and the payload facts its view gave the relational
+/// rules (see [`accept_raw`]).
+pub(crate) type Accepted = (Event, SurfacePlan, Option<Facts>);
+
 /// Accepts one envelope (typed append, or a decoded row).
 pub(crate) fn accept_envelope(
     context: &Context<'_>,
     envelope: Envelope,
-) -> Result<(Event, SurfacePlan), AcceptError> {
+) -> Result<Accepted, AcceptError> {
     accept_checked(context, envelope, true, None)
 }
 
@@ -216,7 +221,7 @@ pub(crate) fn accept_row_local(
         )
         .at_index(index)
     })?;
-    accept_checked(context, envelope, false, prepared).map(|(event, _)| event)
+    accept_checked(context, envelope, false, prepared).map(|(event, _, _)| event)
 }
 
 /// The rule list; `relational` runs the rules that relate the event to the current surface.
@@ -225,8 +230,12 @@ fn accept_checked(
     envelope: Envelope,
     relational: bool,
     prepared: Option<&PreparedView<'_>>,
-) -> Result<(Event, SurfacePlan), AcceptError> {
+) -> Result<Accepted, AcceptError> {
     let seq = envelope.seq;
+    // The relational rules run after these (V3, not surface-only: `head` is set) and read a
+    // message's facts: read them from the view built here rather than decode the text again.
+    let wants_facts = relational && context.head.is_some() && has_facts(&envelope.event_type);
+    let mut facts = None;
     let locate = |error: AcceptError| {
         let error = error.at_seq(seq.get());
         match context.path {
@@ -304,6 +313,9 @@ fn accept_checked(
                     match view {
                         Some(view) => {
                             check_payload(context, &who, view, shape_checked).map_err(locate)?;
+                            if wants_facts {
+                                facts = Facts::from_view(&envelope.event_type, view);
+                            }
                         }
                         None => {
                             let value = envelope.data.to_value();
@@ -365,12 +377,12 @@ fn accept_checked(
         checked_under: (context.path != Path::Fold && shape_checked).then_some(context.generation),
     };
     if !relational {
-        return Ok((event, SurfacePlan::None));
+        return Ok((event, SurfacePlan::None, None));
     }
     let plan = plan_relational(context, &event)
         .map_err(wrap)
         .map_err(locate)?;
-    Ok((event, plan))
+    Ok((event, plan, facts))
 }
 
 /// The head and relational rules (docs/rules.md: S9–S13, R1–R53) on an event the rules above
@@ -790,11 +802,16 @@ fn legacy_subject(context: &Context<'_>, who: &Who<'_>) -> String {
 }
 
 /// How deep a store's scan materializes a payload's view: as deep as its type's data and
-/// shape rules read ([`view_depth`]), and a `tool/call`'s top level, which only the
-/// relational rules read (`relations::Facts`, read ahead on the decoding thread).
+/// shape rules read ([`view_depth`]), and the top level of a `tool/call` and of the turn and
+/// step boundaries, which only the relational rules read (`relations::Facts`, read ahead on
+/// the decoding thread).
 pub(crate) fn scan_depth(event_type: &EventType) -> u8 {
     match event_type {
-        EventType::ToolCall => 1,
+        EventType::ToolCall
+        | EventType::TurnStart
+        | EventType::TurnEnd
+        | EventType::StepStart
+        | EventType::StepEnd => 1,
         other => view_depth(other),
     }
 }

@@ -41,8 +41,9 @@ pub(crate) enum Checked {
     /// thread makes its shared allocation, so the log's events sit together in that thread's
     /// heap instead of among a decoding thread's temporaries. A V3 message's payload facts
     /// come along, read from the view its scan built: the relational rules then read no
-    /// payload text on the restoring thread (a message carries the long texts).
-    Accepted(Event, Option<Box<Facts>>),
+    /// payload text on the restoring thread (a message carries the long texts). The facts
+    /// are small and held inline: no allocation made here is freed there.
+    Accepted(Event, Option<Facts>),
     /// Failed one; the restore reports it if it gets this far. (Boxed, like `Deferred`: the
     /// common row is one pointer.)
     Rejected(Box<AcceptError>),
@@ -94,8 +95,7 @@ impl PrecheckedRow {
             Ok(event) => {
                 let facts = prepared
                     .filter(|_| generation == Generation::V3 && has_facts(&event.event_type))
-                    .and_then(|prepared| Facts::from_view(&event.event_type, &prepared.view))
-                    .map(Box::new);
+                    .and_then(|prepared| Facts::from_view(&event.event_type, &prepared.view));
                 PrecheckedRow(Checked::Accepted(event, facts))
             }
             Err(error) => PrecheckedRow(Checked::Rejected(Box::new(error))),

@@ -75,6 +75,16 @@ fn is_int(value: Option<&Value>, n: u64) -> bool {
     value.and_then(non_negative_safe_integer) == Some(n)
 }
 
+/// [`is_int`] of a `turn` or `step` read as a fact.
+fn num_is(num: Option<&facts::Num>, n: u64) -> bool {
+    num.is_some_and(|num| num.is(n))
+}
+
+/// [`js_json`] of a `turn` or `step` read as a fact.
+fn num_json(num: Option<&facts::Num>) -> String {
+    js_json(num.map(facts::Num::value).as_deref())
+}
+
 /// One tool call the open step advertised (an `assistant/message` `tool-call` block) and
 /// no `tool/result` has settled yet. A settled call leaves the list, as upstream deletes
 /// it from its lifecycle map: its id may be advertised again, and a second result for it
@@ -316,19 +326,116 @@ fn refuse(rule: Rule, message: impl Into<String>) -> AcceptError {
     AcceptError::new(rule, message)
 }
 
-/// The type upstream's relationship pass sees an event as.
-fn projected(event_type: &EventType) -> &str {
-    match event_type.as_str() {
-        "system/message" => "user/message",
-        "tool/ptc-dispatch-start" => "tool/code-dispatch-start",
-        "tool/ptc-dispatch" => "tool/code-dispatch",
-        other => other,
+/// The type upstream's relationship pass sees an event as, for the rules' dispatch: read once
+/// from the parsed [`EventType`] (a plugin type by its name), so each rule's choice is an
+/// enum match rather than string comparisons.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Judged {
+    TurnStart,
+    TurnEnd,
+    StepStart,
+    StepEnd,
+    AssistantMessage,
+    AssistantAttempt,
+    ToolCall,
+    ToolResult,
+    RequestHeader,
+    RequestContext,
+    LlmRetry,
+    LlmRetryStarted,
+    /// `tool/ptc-dispatch-start`, judged as `tool/code-dispatch-start`.
+    CodeDispatchStart,
+    /// `tool/ptc-dispatch`, judged as `tool/code-dispatch`.
+    CodeDispatch,
+    CommandRun,
+    CommandDone,
+    SessionTitle,
+    SessionTitleLlmRequest,
+    CompactionStart,
+    CompactionSummary,
+    CompactionEnd,
+    CompactionPrune,
+    SessionEndSeed,
+    DeliveryAccepted,
+    /// `user/message`, and `system/message` (a plugin-source user message upstream).
+    UserMessage,
+    /// A type with no relational rule of its own.
+    Other,
+}
+
+impl Judged {
+    fn of(event_type: &EventType) -> Judged {
+        match event_type {
+            EventType::TurnStart => Judged::TurnStart,
+            EventType::TurnEnd => Judged::TurnEnd,
+            EventType::StepStart => Judged::StepStart,
+            EventType::StepEnd => Judged::StepEnd,
+            EventType::SystemMessage | EventType::UserMessage => Judged::UserMessage,
+            EventType::AssistantMessage => Judged::AssistantMessage,
+            EventType::AssistantAttempt => Judged::AssistantAttempt,
+            EventType::ToolCall => Judged::ToolCall,
+            EventType::ToolResult => Judged::ToolResult,
+            EventType::RequestHeader => Judged::RequestHeader,
+            EventType::RequestContext => Judged::RequestContext,
+            EventType::SessionEndSeed => Judged::SessionEndSeed,
+            EventType::AssistantChunk | EventType::TodoWrite => Judged::Other,
+            EventType::Other(name) => Judged::of_name(name),
+        }
+    }
+
+    /// The type of a tag, as upstream's projection names it (a plugin type's; a core tag
+    /// spelled as a name reads as its type).
+    fn of_name(tag: &str) -> Judged {
+        match tag {
+            "turn/start" => Judged::TurnStart,
+            "turn/end" => Judged::TurnEnd,
+            "step/start" => Judged::StepStart,
+            "step/end" => Judged::StepEnd,
+            "system/message" | "user/message" => Judged::UserMessage,
+            "assistant/message" => Judged::AssistantMessage,
+            "assistant/attempt" => Judged::AssistantAttempt,
+            "tool/call" => Judged::ToolCall,
+            "tool/result" => Judged::ToolResult,
+            "request/header" => Judged::RequestHeader,
+            "request/context" => Judged::RequestContext,
+            "llm/retry" => Judged::LlmRetry,
+            "llm/retry-started" => Judged::LlmRetryStarted,
+            "tool/ptc-dispatch-start" | "tool/code-dispatch-start" => Judged::CodeDispatchStart,
+            "tool/ptc-dispatch" | "tool/code-dispatch" => Judged::CodeDispatch,
+            "command/run" => Judged::CommandRun,
+            "command/done" => Judged::CommandDone,
+            "session/title" => Judged::SessionTitle,
+            "session/title-llm-request" => Judged::SessionTitleLlmRequest,
+            "compaction/start" => Judged::CompactionStart,
+            "compaction/summary" => Judged::CompactionSummary,
+            "compaction/end" => Judged::CompactionEnd,
+            "compaction/prune" => Judged::CompactionPrune,
+            "session/end-seed" => Judged::SessionEndSeed,
+            "session-log-deepseek/delivery-accepted" => Judged::DeliveryAccepted,
+            _ => Judged::Other,
+        }
+    }
+
+    /// The projected type's name, as upstream's messages name it; `tag` is the event's.
+    fn name(self, tag: &str) -> &str {
+        match self {
+            Judged::UserMessage => "user/message",
+            Judged::CodeDispatchStart => "tool/code-dispatch-start",
+            Judged::CodeDispatch => "tool/code-dispatch",
+            _ => tag,
+        }
     }
 }
 
 /// Whether upstream's relationship pass handles (and so requires an object `data` of) a type.
 fn handled(event: &Event) -> bool {
-    let tag = event.event_type.as_str();
+    let tag = match &event.event_type {
+        // Retired in V3: opaque when ignorable, refused otherwise.
+        EventType::AssistantChunk => return false,
+        EventType::Other(name) => name.as_str(),
+        // Every other core type is a known v0 type, `system/message` or `assistant/attempt`.
+        _ => return true,
+    };
     if matches!(
         tag,
         "tool/code-dispatch" | "tool/code-dispatch-start" | "assistant/chunk"
@@ -507,9 +614,11 @@ impl Relations {
     ) -> Result<Change, AcceptError> {
         let mut change = Change::default();
         let tag = event.event_type.as_str();
+        let judged = Judged::of(&event.event_type);
         let seq = event.seq.get();
         let is_handled = handled(event);
-        // A message's rules read a few scalars ([`facts::Message`]); other payloads are small.
+        // A message's rules, and the turn and step boundaries', read a few scalars
+        // ([`facts::Message`]); other payloads are small.
         let has_facts = facts::has_facts(&event.event_type);
         // Read ahead by a decoding thread (a stored row), or here.
         let read;
@@ -542,19 +651,19 @@ impl Relations {
         // Pass 1: the system head (S9–S13).
         // Most events cannot touch the head state: skip its copy.
         let quiet = self.without_head
-            || !matches!(
-                tag,
-                "step/start"
-                    | "step/end"
-                    | "turn/end"
-                    | "compaction/summary"
-                    | "compaction/prune"
-                    | "system/message"
-            ) && match event.surface_op() {
-                None => true,
-                Some(SurfaceOp::Append) => self.bounded.head.surface_started,
-                Some(SurfaceOp::Replace(_)) => false,
-            };
+            || !(matches!(
+                judged,
+                Judged::StepStart
+                    | Judged::StepEnd
+                    | Judged::TurnEnd
+                    | Judged::CompactionSummary
+                    | Judged::CompactionPrune
+            ) || event.event_type == EventType::SystemMessage)
+                && match event.surface_op() {
+                    None => true,
+                    Some(SurfaceOp::Append) => self.bounded.head.surface_started,
+                    Some(SurfaceOp::Replace(_)) => false,
+                };
         let head = if quiet {
             None
         } else {
@@ -576,7 +685,7 @@ impl Relations {
             change.bounded = bounded.map(Box::new);
             return Ok(change);
         }
-        let view = projected(&event.event_type);
+        let view = judged.name(tag);
         // P12
         if !object {
             return Err(refuse(
@@ -590,7 +699,8 @@ impl Relations {
             None => Cow::Borrowed(&self.bounded),
         };
         // R39: a turn boundary inside an open compaction.
-        if !skip_r39 && matches!(tag, "turn/start" | "turn/end") && b.compaction.is_some() {
+        let boundary = matches!(judged, Judged::TurnStart | Judged::TurnEnd);
+        if !skip_r39 && boundary && b.compaction.is_some() {
             return Err(refuse(
                 Rule::TurnCrossesCompaction,
                 format!("{tag} crosses an open compaction"),
@@ -604,14 +714,16 @@ impl Relations {
             (Some(t), Some(s)) => is_int(turn, t) && is_int(step, s),
             _ => false,
         };
-        match view {
-            "turn/start" => {
-                if b.open_turn.is_some() || !is_int(turn, b.next_turn) {
+        // The turn and step boundaries read their `turn` and `step` as facts.
+        let (fact_turn, fact_step) = (message.turn.as_ref(), message.step.as_ref());
+        match judged {
+            Judged::TurnStart => {
+                if b.open_turn.is_some() || !num_is(fact_turn, b.next_turn) {
                     return Err(refuse(
                         Rule::TurnStartNumber,
                         format!(
                             "turn/start {} does not open expected turn {}",
-                            js_json(turn),
+                            num_json(fact_turn),
                             b.next_turn
                         ),
                     ));
@@ -624,11 +736,11 @@ impl Relations {
                 b.to_mut().calls.clear();
                 b.to_mut().chains.clear();
             }
-            "turn/end" => {
-                if !b.open_turn.is_some_and(|t| is_int(turn, t)) {
+            Judged::TurnEnd => {
+                if !b.open_turn.is_some_and(|t| num_is(fact_turn, t)) {
                     return Err(refuse(
                         Rule::TurnEndUnmatched,
-                        format!("turn/end {} has no matching open turn", js_json(turn)),
+                        format!("turn/end {} has no matching open turn", num_json(fact_turn)),
                     ));
                 }
                 if let Some(call) = b.calls.first() {
@@ -643,16 +755,16 @@ impl Relations {
                 if b.open_step.is_some() {
                     return Err(refuse(
                         Rule::TurnEndCrossesStep,
-                        format!("turn/end {} crosses an open step", js_json(turn)),
+                        format!("turn/end {} crosses an open step", num_json(fact_turn)),
                     ));
                 }
                 b.to_mut().open_turn = None;
                 b.to_mut().next_turn += 1;
             }
-            "step/start" => {
+            Judged::StepStart => {
                 let ok = b.open_step.is_none()
-                    && b.open_turn.is_some_and(|t| is_int(turn, t))
-                    && is_int(step, b.next_step);
+                    && b.open_turn.is_some_and(|t| num_is(fact_turn, t))
+                    && num_is(fact_step, b.next_step);
                 if !ok {
                     return Err(refuse(
                         Rule::StepStartNumber,
@@ -662,7 +774,7 @@ impl Relations {
                 b.to_mut().open_step = Some(b.next_step);
                 b.to_mut().next_step += 1;
             }
-            "step/end" => {
+            Judged::StepEnd => {
                 if !open_step_matches(&b) {
                     return Err(refuse(
                         Rule::StepEndUnmatched,
@@ -681,7 +793,7 @@ impl Relations {
                 b.to_mut().open_step = None;
                 b.to_mut().calls.clear();
             }
-            "assistant/message" => {
+            Judged::AssistantMessage => {
                 if !open_step_matches(&b) {
                     return Err(refuse(
                         Rule::AssistantOutsideStep,
@@ -714,22 +826,23 @@ impl Relations {
                     edit_calls(&mut b, &mut change, CallEdit::Advertise(advertised));
                 }
             }
-            "assistant/attempt" if !open_step_matches(&b) => {
+            Judged::AssistantAttempt if !open_step_matches(&b) => {
                 return Err(refuse(
                     Rule::AttemptOutsideStep,
                     "assistant/attempt does not match an open turn and step",
                 ));
             }
-            "tool/call" => {
+            Judged::ToolCall => {
                 if !open_step_matches(&b) {
                     return Err(refuse(
                         Rule::ToolCallOutsideStep,
                         "tool/call does not match an open turn and step",
                     ));
                 }
-                let call_id = message.invocation.call_id.as_ref();
-                let name = message.invocation.name.as_ref();
-                let arguments = message.invocation.arguments.as_ref();
+                let invocation = message.invocation();
+                let call_id = invocation.call_id.as_ref();
+                let name = invocation.name.as_ref();
+                let arguments = invocation.arguments.as_ref();
                 let matching: Vec<usize> = b
                     .calls
                     .iter()
@@ -753,7 +866,7 @@ impl Relations {
                 };
                 edit_calls(&mut b, &mut change, CallEdit::Start(index));
             }
-            "tool/result" => {
+            Judged::ToolResult => {
                 let replace = matches!(event.surface_op(), Some(SurfaceOp::Replace(_)));
                 if replace {
                     if b.open_turn.is_none() {
@@ -769,7 +882,7 @@ impl Relations {
                             "tool/result does not match an open turn and step",
                         ));
                     }
-                    let call_id = message.source.call_id.as_ref();
+                    let call_id = message.source.call_id();
                     let Some(index) = b
                         .calls
                         .iter()
@@ -799,7 +912,7 @@ impl Relations {
                     edit_calls(&mut b, &mut change, CallEdit::Settle(index));
                 }
             }
-            "request/header" => {
+            Judged::RequestHeader => {
                 if b.open_turn.is_none() {
                     return Err(refuse(
                         Rule::RequestHeaderOutsideTurn,
@@ -812,13 +925,13 @@ impl Relations {
                     .and_then(|config| config.get("provider"))
                     .cloned();
             }
-            "request/context" if b.open_turn.is_none() => {
+            Judged::RequestContext if b.open_turn.is_none() => {
                 return Err(refuse(
                     Rule::RequestContextOutsideTurn,
                     "request/context is outside an open turn",
                 ));
             }
-            "llm/retry" => {
+            Judged::LlmRetry => {
                 let step_ok = match b.open_step {
                     Some(open) => is_int(step, open),
                     None => is_int(step, b.next_step - 1),
@@ -884,7 +997,7 @@ impl Relations {
                     },
                 ));
             }
-            "llm/retry-started" => {
+            Judged::LlmRetryStarted => {
                 let retry = field(data, "retry").and_then(non_negative_safe_integer);
                 let scheduled = retry.and_then(|retry| {
                     self.growing
@@ -918,7 +1031,7 @@ impl Relations {
                     },
                 ));
             }
-            "tool/code-dispatch-start" | "tool/code-dispatch" => {
+            Judged::CodeDispatchStart | Judged::CodeDispatch => {
                 if b.open_turn.is_none() {
                     return Err(refuse(
                         Rule::PtcOutsideTurn,
@@ -953,7 +1066,7 @@ impl Relations {
                     ));
                 }
                 let start = self.growing.ptc_starts.get(&sub);
-                if view == "tool/code-dispatch-start" {
+                if judged == Judged::CodeDispatchStart {
                     if start.is_some() {
                         return Err(refuse(
                             Rule::PtcStartRepeats,
@@ -1004,7 +1117,7 @@ impl Relations {
                     change.growth().ptc_root = Some((sub, root));
                 }
             }
-            "command/run" => {
+            Judged::CommandRun => {
                 let id = field(data, "commandId");
                 if self.growing.command_ids.contains(&key(id)) {
                     return Err(refuse(
@@ -1015,7 +1128,7 @@ impl Relations {
                 change.growth().command_id = Some(key(id));
                 change.growth().command_seq = Some(seq);
             }
-            "command/done" => {
+            Judged::CommandDone => {
                 let id = field(data, "commandId");
                 if !self.growing.command_ids.contains(&key(id)) {
                     return Err(refuse(
@@ -1036,9 +1149,9 @@ impl Relations {
                 }
                 change.growth().command_seq = Some(seq);
             }
-            "session/title" | "session/title-llm-request" => {
+            Judged::SessionTitle | Judged::SessionTitleLlmRequest => {
                 let seqs = field(data, "messageSeqs").and_then(Value::as_array);
-                if tag == "session/title" {
+                if judged == Judged::SessionTitle {
                     let user = data
                         .get("source")
                         .and_then(|source| source.get("kind"))
@@ -1067,14 +1180,14 @@ impl Relations {
                         ),
                     ));
                 }
-                if tag == "session/title-llm-request" && !title_request_messages_ok(data) {
+                if judged == Judged::SessionTitleLlmRequest && !title_request_messages_ok(data) {
                     return Err(refuse(
                         Rule::TitleRequestMessages,
                         "session/title-llm-request messages do not represent messageSeqs",
                     ));
                 }
             }
-            "compaction/start" => {
+            Judged::CompactionStart => {
                 if b.compaction.is_some() {
                     return Err(refuse(
                         Rule::CompactionOverlap,
@@ -1098,8 +1211,8 @@ impl Relations {
                     summary: false,
                 });
             }
-            "compaction/summary" | "compaction/end" => {
-                let summary = tag == "compaction/summary";
+            Judged::CompactionSummary | Judged::CompactionEnd => {
+                let summary = judged == Judged::CompactionSummary;
                 let open = b.compaction.clone().filter(|open| {
                     same(open.compaction_id.as_ref(), field(data, "compactionId"))
                         && same(
@@ -1169,16 +1282,16 @@ impl Relations {
                     b.to_mut().compaction = None;
                 }
             }
-            "compaction/prune" if !names_exact_span(data, nodes) => {
+            Judged::CompactionPrune if !names_exact_span(data, nodes) => {
                 return Err(refuse(
                     Rule::PruneSpan,
                     "compaction/prune shadowedSeqs do not name an exact current surface span",
                 ));
             }
-            "session/end-seed" => {
+            Judged::SessionEndSeed => {
                 b.to_mut().compaction = None;
             }
-            "session-log-deepseek/delivery-accepted" => {
+            Judged::DeliveryAccepted => {
                 // Upstream's relational pass runs with generation 2 (docs/rules.md, R53).
                 let version =
                     field(data, "sessionFormatVersion").map_or(Some(0), non_negative_safe_integer);
@@ -1190,7 +1303,7 @@ impl Relations {
                     ));
                 }
             }
-            "user/message" => {
+            Judged::UserMessage => {
                 let source = &message.source;
                 // A system message projects to a plugin-source user message.
                 let system = event.event_type == EventType::SystemMessage;
@@ -1199,11 +1312,8 @@ impl Relations {
                     && matches!(event.surface_op(), Some(SurfaceOp::Replace(_)));
                 if checkpoint {
                     let matches = b.compaction.as_ref().is_some_and(|open| {
-                        same(open.compaction_id.as_ref(), source.compaction_id.as_ref())
-                            && same(
-                                open.source_command_id.as_ref(),
-                                source.source_command_id.as_ref(),
-                            )
+                        same(open.compaction_id.as_ref(), source.compaction_id())
+                            && same(open.source_command_id.as_ref(), source.source_command_id())
                     });
                     if !matches {
                         return Err(refuse(

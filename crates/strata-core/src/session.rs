@@ -39,7 +39,7 @@ use crate::payload::EndSeed;
 use crate::precheck::{Checked, PrecheckedRow};
 
 /// A row past every rule but the relational ones, with its facts read ahead (if any).
-type Accepted = (Arc<Event>, SurfacePlan, Option<Box<Facts>>);
+type Accepted = (Arc<Event>, SurfacePlan, Option<Facts>);
 
 /// One row of a seed or restore, in whichever form its path holds it.
 enum Row {
@@ -57,7 +57,7 @@ impl Row {
     fn accept(self, context: &Context<'_>) -> Result<Accepted, AcceptError> {
         match self {
             Row::Raw(raw) => {
-                accept_raw(context, raw).map(|(event, plan)| (Arc::new(event), plan, None))
+                accept_raw(context, raw).map(|(event, plan, facts)| (Arc::new(event), plan, facts))
             }
             Row::Checked(Checked::Accepted(event, facts)) => {
                 let plan = accept_existing(context, &event)?;
@@ -65,7 +65,7 @@ impl Row {
             }
             Row::Checked(Checked::Rejected(error)) => Err(*error),
             Row::Checked(Checked::Deferred(raw)) => {
-                accept_raw(context, *raw).map(|(event, plan)| (Arc::new(event), plan, None))
+                accept_raw(context, *raw).map(|(event, plan, facts)| (Arc::new(event), plan, facts))
             }
             Row::Shared(event) => accept_existing(context, &event).map(|plan| (event, plan, None)),
         }
@@ -485,12 +485,12 @@ impl Session {
             };
             let related = {
                 let context = self.context(path, index, next_seq);
-                match self.relate_with(&context, &event, facts.as_deref(), false) {
+                match self.relate_with(&context, &event, facts.as_ref(), false) {
                     Err(error)
                         if error.rule == Rule::TurnCrossesCompaction && path != Path::Append =>
                     {
                         pending.get_or_insert(error);
-                        self.relate_with(&context, &event, facts.as_deref(), true)
+                        self.relate_with(&context, &event, facts.as_ref(), true)
                     }
                     other => other,
                 }
@@ -683,7 +683,7 @@ impl Session {
             index: seq.get(),
             head: self.head_rules(),
         };
-        let (event, surface) = accept_envelope(&context, envelope)?;
+        let (event, surface, _) = accept_envelope(&context, envelope)?;
         let change = self.relate(&context, &event)?;
         Ok(AppendPlan {
             event,
@@ -1427,7 +1427,7 @@ pub fn fold_window(
     for (offset, raw) in events.into_iter().enumerate() {
         let expected_seq = Seq::new(base.get() + offset as u64)
             .map_err(|error| AcceptError::new(Rule::SeqNotContiguous, error.to_string()))?;
-        let (event, plan) = {
+        let (event, plan, _) = {
             let lookup = Window {
                 base,
                 events: &accepted,

@@ -132,10 +132,17 @@ impl Verifier {
                     && self.header.generation() == crate::generation::Generation::V3)
                     .then(|| self.relations.head()),
             };
-            let (event, plan) = accept_raw(&context, raw)?;
+            let (event, plan, facts) = accept_raw(&context, raw)?;
             // Row by row, so in seq order: R39 is judged without its look-ahead and a
             // relational refusal is not held for a later row's (docs/rules.md).
-            let change = relate(&context, &self.relations, &self.header, &event, None, false)?;
+            let change = relate(
+                &context,
+                &self.relations,
+                &self.header,
+                &event,
+                facts.as_ref(),
+                false,
+            )?;
             self.relations.apply(change);
             (event, plan)
         };

@@ -189,6 +189,39 @@ impl<'n> Node<'n> for &'n Value {
     }
 }
 
+/// The held content of a JSON string literal (quotes included) whose escapes are all
+/// single-character ones (`\"`, `\n`, …) and which holds no reserved code point: exactly what
+/// [`crate::json::from_str`] reads it as, without its rewrite and serde pass (a tool call's
+/// `arguments` are such strings). `None` for any other literal (a `\u` escape, a control
+/// character), which is left to that parser.
+fn unescape_simple(literal: &str) -> Option<String> {
+    let inner = literal.strip_prefix('"')?.strip_suffix('"')?;
+    if crate::json::has_reserved(inner) {
+        return None;
+    }
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.push(match chars.next()? {
+                '"' => '"',
+                '\\' => '\\',
+                '/' => '/',
+                'b' => '\u{8}',
+                'f' => '\u{c}',
+                'n' => '\n',
+                'r' => '\r',
+                't' => '\t',
+                _ => return None,
+            }),
+            '"' => return None,
+            c if (c as u32) < 0x20 => return None,
+            c => out.push(c),
+        }
+    }
+    Some(out)
+}
+
 impl<'n, 'a: 'n> Node<'n> for &'n View<'a> {
     fn get(self, key: &str) -> Option<Self> {
         match self {
@@ -236,6 +269,9 @@ impl<'n, 'a: 'n> Node<'n> for &'n View<'a> {
                     if !crate::json::has_reserved(inner) {
                         return Some(Cow::Borrowed(inner));
                     }
+                }
+                if let Some(unescaped) = unescape_simple(text) {
+                    return Some(Cow::Owned(unescaped));
                 }
                 crate::json::from_str::<String>(text).ok().map(Cow::Owned)
             }
@@ -600,6 +636,28 @@ mod tests {
                 Node::get(&value, "n").unwrap().seq_number(),
                 "{text}"
             );
+        }
+    }
+
+    #[test]
+    fn a_simply_escaped_string_reads_as_the_held_parser_reads_it() {
+        for literal in [
+            r#""{\"path\":\"a\"}""#,
+            r#""a\\b\/c\n\r\t\b\f""#,
+            r#""é\"""#,
+            r#""\u0041""#,
+            r#""\ud800""#,
+            "\"\u{10F7FF}\\n\"",
+            r#""\q""#,
+            r#""a\""#,
+            r#""""#,
+        ] {
+            let held = crate::json::from_str::<String>(literal).ok();
+            if let Some(unescaped) = super::unescape_simple(literal) {
+                assert_eq!(Some(unescaped), held, "{literal}");
+            }
+            let view = View::Deep(literal);
+            assert_eq!(Node::text(&view).map(Cow::into_owned), held, "{literal}");
         }
     }
 }

@@ -22,6 +22,7 @@ use std::fmt;
 use serde::de::{
     self, Deserialize, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor,
 };
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::event::{Event, EventType};
@@ -39,12 +40,39 @@ pub(crate) struct Source {
     pub plugin: bool,
     /// `plugin` is the string `"compact"`.
     pub compact: bool,
+    /// `callId`, when present (boxed: a `Value` is large, and most sources have none).
+    call_id: Option<Box<Value>>,
+    /// `compactionId` and `sourceCommandId`, when either is present (a compaction
+    /// checkpoint's): held apart, as nearly every message has neither.
+    compaction: Option<Box<Compaction>>,
+}
+
+/// A source's `compactionId` and `sourceCommandId`.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Compaction {
+    compaction_id: Option<Value>,
+    source_command_id: Option<Value>,
+}
+
+impl Source {
     /// `callId`, when present.
-    pub call_id: Option<Value>,
+    pub(crate) fn call_id(&self) -> Option<&Value> {
+        self.call_id.as_deref()
+    }
+
     /// `compactionId`, when present.
-    pub compaction_id: Option<Value>,
+    pub(crate) fn compaction_id(&self) -> Option<&Value> {
+        self.compaction.as_ref()?.compaction_id.as_ref()
+    }
+
     /// `sourceCommandId`, when present.
-    pub source_command_id: Option<Value>,
+    pub(crate) fn source_command_id(&self) -> Option<&Value> {
+        self.compaction.as_ref()?.source_command_id.as_ref()
+    }
+
+    fn compaction_mut(&mut self) -> &mut Compaction {
+        self.compaction.get_or_insert_with(Box::default)
+    }
 }
 
 /// One `tool-call` block of an assistant message's `message.content`.
@@ -60,26 +88,27 @@ pub(crate) struct Block {
 
 /// A `turn` or `step` as the rules compare it: nearly always a plain safe integer, held
 /// without a `Value` (a number's `Value` is a heap string under `arbitrary_precision`, and
-/// facts read on a decoding thread are dropped on the restoring one).
+/// facts read on a decoding thread are dropped on the restoring one). Any other value is
+/// boxed, so the facts stay small.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Num {
     /// A non-negative safe integer.
     Int(u64),
     /// Any other value.
-    Other(Value),
+    Other(Box<Value>),
 }
 
 impl Num {
     fn of(value: Value) -> Num {
         match safe_count(&value) {
             Some(n) => Num::Int(n),
-            None => Num::Other(value),
+            None => Num::Other(Box::new(value)),
         }
     }
 
     /// [`Num::of`] of a borrowed value (copied only when it is not a count).
     fn of_ref(value: &Value) -> Num {
-        safe_count(value).map_or_else(|| Num::Other(value.clone()), Num::Int)
+        safe_count(value).map_or_else(|| Num::Other(Box::new(value.clone())), Num::Int)
     }
 
     /// Whether the value is the integer `n` (JavaScript `===`).
@@ -94,7 +123,7 @@ impl Num {
     pub(crate) fn value(&self) -> Cow<'_, Value> {
         match self {
             Num::Int(n) => Cow::Owned(Value::from(*n)),
-            Num::Other(value) => Cow::Borrowed(value),
+            Num::Other(value) => Cow::Borrowed(&**value),
         }
     }
 }
@@ -116,6 +145,9 @@ pub(crate) struct Invocation {
 }
 
 /// What the rules read of a message payload.
+///
+/// Small (no heap in the common message) and held by value: a decoding thread's facts travel
+/// inline with the row to the restoring thread, which has nothing of theirs to free.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Message {
     /// The payload is a JSON object (P12).
@@ -128,13 +160,35 @@ pub(crate) struct Message {
     pub source: Source,
     /// The `tool-call` blocks, in order (assistant messages).
     pub calls: Vec<Block>,
-    /// The call a `tool/call` starts.
-    pub invocation: Invocation,
+    /// The call a `tool/call` starts (`Some` exactly for a `tool/call`'s facts).
+    invocation: Option<Box<Invocation>>,
+}
+
+/// The invocation of a message that starts no call.
+static NO_INVOCATION: Invocation = Invocation {
+    call_id: None,
+    name: None,
+    arguments: None,
+};
+
+impl Message {
+    /// The call a `tool/call` starts (all absent for other types).
+    pub(crate) fn invocation(&self) -> &Invocation {
+        self.invocation.as_deref().unwrap_or(&NO_INVOCATION)
+    }
+
+    fn invocation_mut(&mut self) -> &mut Invocation {
+        self.invocation.get_or_insert_with(Box::default)
+    }
 }
 
 /// The types [`Message`] describes.
 #[cfg(test)]
-const TYPES: [EventType; 6] = [
+const TYPES: [EventType; 10] = [
+    EventType::TurnStart,
+    EventType::TurnEnd,
+    EventType::StepStart,
+    EventType::StepEnd,
     EventType::ToolCall,
     EventType::UserMessage,
     EventType::SystemMessage,
@@ -147,7 +201,11 @@ const TYPES: [EventType; 6] = [
 pub(crate) fn has_facts(event_type: &EventType) -> bool {
     matches!(
         event_type,
-        EventType::ToolCall
+        EventType::TurnStart
+            | EventType::TurnEnd
+            | EventType::StepStart
+            | EventType::StepEnd
+            | EventType::ToolCall
             | EventType::UserMessage
             | EventType::SystemMessage
             | EventType::AssistantMessage
@@ -165,7 +223,7 @@ enum Shape {
     MessageSource,
     /// `turn`, `step` and the `tool-call` blocks of `message.content`.
     Calls,
-    /// `turn` and `step` (`assistant/attempt`).
+    /// `turn` and `step` (`assistant/attempt`, the turn and step boundaries).
     Settlement,
     /// `turn`, `step` and the started call (`tool/call`).
     Invocation,
@@ -230,26 +288,26 @@ impl Message {
             return None;
         }
         if shape != Shape::TopSource {
-            facts.turn = num(data.get("turn"))?;
-            facts.step = num(data.get("step"))?;
+            facts.turn = num(data.member("turn"))?;
+            facts.step = num(data.member("step"))?;
         }
         match shape {
-            Shape::TopSource => facts.source = Source::from_node(data.get("source"))?,
+            Shape::TopSource => facts.source = Source::from_node(data.member("source"))?,
             Shape::MessageSource => {
-                let message = data.get("message");
+                let message = data.member("message");
                 if message.is_some_and(N::opaque) {
                     return None;
                 }
                 facts.source =
-                    Source::from_node(message.and_then(|message| message.get("source")))?;
+                    Source::from_node(message.and_then(|message| message.member("source")))?;
             }
             Shape::Calls => {
-                let message = data.get("message");
+                let message = data.member("message");
                 if message.is_some_and(N::opaque) {
                     return None;
                 }
                 let content = message
-                    .and_then(|message| message.get("content"))
+                    .and_then(|message| message.member("content"))
                     .filter(|content| content.kind() == Kind::Array);
                 if let Some(content) = content {
                     if content.opaque() {
@@ -263,23 +321,23 @@ impl Message {
                             return None;
                         }
                         let tool_call =
-                            block.get("type").and_then(N::text).as_deref() == Some("tool-call");
+                            block.member("type").and_then(N::text).as_deref() == Some("tool-call");
                         if tool_call {
                             facts.calls.push(Block {
-                                id: held(block.get("id"))?.unwrap_or(Value::Null),
-                                name: held(block.get("name"))?,
-                                arguments: held(block.get("arguments"))?,
+                                id: held(block.member("id"))?.unwrap_or(Value::Null),
+                                name: held(block.member("name"))?,
+                                arguments: held(block.member("arguments"))?,
                             });
                         }
                     }
                 }
             }
             Shape::Invocation => {
-                facts.invocation = Invocation {
-                    call_id: held(data.get("callId"))?,
-                    name: held(data.get("name"))?,
-                    arguments: held(data.get("arguments"))?,
-                };
+                facts.invocation = Some(Box::new(Invocation {
+                    call_id: held(data.member("callId"))?,
+                    name: held(data.member("name"))?,
+                    arguments: held(data.member("arguments"))?,
+                }));
             }
             Shape::Settlement => {}
         }
@@ -295,16 +353,23 @@ impl Source {
         if source.opaque() {
             return None;
         }
-        let text = |key: &str| source.get(key).and_then(N::text);
-        let value = |key: &str| held(source.get(key));
+        let text = |key: &str| source.member(key).and_then(N::text);
+        let value = |key: &str| held(source.member(key));
         let kind = text("kind");
+        let compaction_id = value("compactionId")?;
+        let source_command_id = value("sourceCommandId")?;
+        let compaction = (compaction_id.is_some() || source_command_id.is_some()).then(|| {
+            Box::new(Compaction {
+                compaction_id,
+                source_command_id,
+            })
+        });
         Some(Source {
             user: kind.as_deref() == Some("user"),
             plugin: kind.as_deref() == Some("plugin"),
             compact: text("plugin").as_deref() == Some("compact"),
-            call_id: value("callId")?,
-            compaction_id: value("compactionId")?,
-            source_command_id: value("sourceCommandId")?,
+            call_id: value("callId")?.map(Box::new),
+            compaction,
         })
     }
 }
@@ -337,6 +402,10 @@ fn number(text: &str) -> Option<Value> {
 
 /// A payload node the facts are read from: a tree's node, or a view's.
 trait Leaf<'n>: Node<'n> {
+    /// The member `key` of an object, as [`Node::get`] finds it.
+    fn member(self, key: &str) -> Option<Self> {
+        self.get(key)
+    }
     /// The node as a value; `None` for a container a view materialized (the rules copy only
     /// scalars and raw texts: ids, names, arguments).
     fn value(self) -> Option<Value>;
@@ -350,6 +419,16 @@ trait Leaf<'n>: Node<'n> {
 }
 
 impl<'n> Leaf<'n> for &'n Value {
+    /// A scan of the members, as a view's lookup: the facts read a few keys of small objects
+    /// (a message, its source, a block), where hashing each key costs more than comparing it
+    /// with every key. A map's keys are distinct, so the one found is the one `get` finds.
+    fn member(self, key: &str) -> Option<Self> {
+        self.as_object()?
+            .iter()
+            .find(|(name, _)| name.as_str() == key)
+            .map(|(_, value)| value)
+    }
+
     fn value(self) -> Option<Value> {
         Some(self.clone())
     }
@@ -464,16 +543,17 @@ impl<'de> Visitor<'de> for TopSeed {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Message, A::Error> {
         let mut facts = Message {
             object: true,
+            invocation: (self.0 == Shape::Invocation).then(Box::default),
             ..Message::default()
         };
         let reads_settlement = self.0 != Shape::TopSource;
         while let Some(key) = map.next_key::<Field>()? {
             match (key, self.0) {
                 (Field::Turn, _) if reads_settlement => {
-                    facts.turn = Some(Num::of(map.next_value()?));
+                    facts.turn = Some(raw_num(map.next_value()?)?);
                 }
                 (Field::Step, _) if reads_settlement => {
-                    facts.step = Some(Num::of(map.next_value()?));
+                    facts.step = Some(raw_num(map.next_value()?)?);
                 }
                 (Field::Source, Shape::TopSource) => {
                     facts.source = map.next_value::<AnySource>()?.0;
@@ -485,13 +565,13 @@ impl<'de> Visitor<'de> for TopSeed {
                     facts.calls = map.next_value::<MessageCalls>()?.0;
                 }
                 (Field::CallId, Shape::Invocation) => {
-                    facts.invocation.call_id = Some(map.next_value()?);
+                    facts.invocation_mut().call_id = Some(map.next_value()?);
                 }
                 (Field::Name, Shape::Invocation) => {
-                    facts.invocation.name = Some(map.next_value()?);
+                    facts.invocation_mut().name = Some(map.next_value()?);
                 }
                 (Field::Arguments, Shape::Invocation) => {
-                    facts.invocation.arguments = Some(map.next_value()?);
+                    facts.invocation_mut().arguments = Some(map.next_value()?);
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -499,6 +579,18 @@ impl<'de> Visitor<'de> for TopSeed {
             }
         }
         Ok(facts)
+    }
+}
+
+/// A `turn` or `step` from its raw text (borrowed from the payload): a plain safe integer
+/// without a `Value` (a number's is a heap string), anything else as the tree holds it.
+fn raw_num<E: de::Error>(raw: &RawValue) -> Result<Num, E> {
+    let text = raw.get();
+    match crate::json::plain_integer(text) {
+        Some(n) if n <= MAX_SAFE_INTEGER => Ok(Num::Int(n)),
+        _ => number(text)
+            .map(Num::of)
+            .ok_or_else(|| E::custom("an unreadable turn or step")),
     }
 }
 
@@ -669,9 +761,13 @@ impl Read for AnySource {
                     source.plugin = kind == Text::Plugin;
                 }
                 Field::Plugin => source.compact = map.next_value::<Text>()? == Text::Compact,
-                Field::CallId => source.call_id = Some(map.next_value()?),
-                Field::CompactionId => source.compaction_id = Some(map.next_value()?),
-                Field::SourceCommandId => source.source_command_id = Some(map.next_value()?),
+                Field::CallId => source.call_id = Some(Box::new(map.next_value()?)),
+                Field::CompactionId => {
+                    source.compaction_mut().compaction_id = Some(map.next_value()?);
+                }
+                Field::SourceCommandId => {
+                    source.compaction_mut().source_command_id = Some(map.next_value()?);
+                }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
                 }
