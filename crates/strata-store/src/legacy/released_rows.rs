@@ -109,16 +109,10 @@ impl ReleasedRows {
         {
             return Err(format!("{label} lacks required field {key}"));
         }
-        let allowed = [
-            "type",
-            "seq",
-            "time",
-            "data",
-            "ignorable",
-            "sourceEventSeqs",
-            "surfaceOp",
-        ];
-        if let Some(key) = record.keys().find(|key| !allowed.contains(&key.as_str())) {
+        if let Some(key) = record
+            .keys()
+            .find(|key| !V2_ENVELOPE_KEYS.contains(&key.as_str()))
+        {
             return Err(format!("{label} has unexpected field {key}"));
         }
         if !record.get("type").is_some_and(Value::is_string) {
@@ -191,6 +185,17 @@ fn decode_v2_ranges(value: &Value, seq: u64) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// A v2 row's envelope keys, in the order upstream's v1→v2 edge writes them.
+pub(crate) const V2_ENVELOPE_KEYS: [&str; 7] = [
+    "type",
+    "seq",
+    "time",
+    "data",
+    "ignorable",
+    "sourceEventSeqs",
+    "surfaceOp",
+];
 
 const COUNT: &str = "must be a non-negative safe integer";
 

@@ -576,15 +576,7 @@ fn split_goal(staged: &mut Staged) -> Option<Value> {
 /// sourceEventSeqs, surfaceOp (any other key after them, in its order).
 fn envelope_order(mut event: Map<String, Value>) -> Map<String, Value> {
     let mut ordered = Map::new();
-    for key in [
-        "type",
-        "seq",
-        "time",
-        "data",
-        "ignorable",
-        "sourceEventSeqs",
-        "surfaceOp",
-    ] {
+    for key in crate::legacy::released_rows::V2_ENVELOPE_KEYS {
         if let Some(value) = event.shift_remove(key) {
             ordered.insert(key.to_owned(), value);
         }
