@@ -38,7 +38,7 @@ struct Tiers {
     rule: Option<MigrateError>,
 }
 
-/// The first hop's verdict, shared by the [`ArtifactCheck`] inside the chain and the pipeline
+/// The first hop's verdict, shared by the `ArtifactCheck` inside the chain and the pipeline
 /// that drives it.
 #[derive(Clone, Debug, Default)]
 pub struct HopVerdict(Arc<Mutex<Tiers>>);
