@@ -45,6 +45,15 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("offset_index", offset_index),
 ];
 
+/// Set once by a fuzz engine's entry point, on the thread that runs the inputs: the store's
+/// decode pool then reads and decodes each log on that thread (`decode_inline`: the same
+/// batches through the same decoder, as one decoder thread would), instead of starting a
+/// reader and decoder threads per read, which was most of a `zstd_log` or `sqlite_rows`
+/// execution. The regression test leaves the pool threaded, so the corpus still runs both.
+pub fn init_fuzzing() {
+    strata_store::fuzzing::decode_inline(true);
+}
+
 /// The per-process scratch directory of the harnesses that need files (kept until exit).
 pub(crate) fn scratch() -> &'static std::path::Path {
     use std::sync::OnceLock;
