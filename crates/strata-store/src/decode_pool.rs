@@ -310,6 +310,16 @@ impl Running {
     }
 }
 
+/// A paged source read inline: its pages, the pulling thread's reader, the next page.
+type InlinePages<S> = (
+    Arc<<S as RecordSource>::Pages>,
+    <<S as RecordSource>::Pages as PageSource>::Reader,
+    u64,
+);
+
+/// The end of a log: its torn tail and the progress.
+type LogEnd = (Option<TornInfo>, Option<(u64, u64)>);
+
 /// A pool decoding inline: one decoder's work, on the pulling thread.
 struct Inline<S: RecordSource> {
     rows: Box<S>,
@@ -318,12 +328,12 @@ struct Inline<S: RecordSource> {
     arena: ScanArena,
     batch: RecordBatch,
     /// A paged source: its pages, this thread's reader and the next page.
-    pages: Option<(Arc<S::Pages>, <S::Pages as PageSource>::Reader, u64)>,
+    pages: Option<InlinePages<S>>,
     current: Rows,
     /// `current` holds the last rows.
     last: bool,
     /// The reader's end, delivered once `current` is taken (as `Done::End` is).
-    end: Option<(Option<TornInfo>, Option<(u64, u64)>)>,
+    end: Option<LogEnd>,
 }
 
 /// What an inline refill delivered.
