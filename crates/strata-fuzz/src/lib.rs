@@ -57,6 +57,9 @@ pub const TARGETS: &[(&str, Target)] = &[
 /// bounded by the largest working set, which `-rss_limit_mb` still watches.
 pub fn init_fuzzing() {
     strata_store::fuzzing::decode_inline(true);
+    // One zstd decoder per thread, handed from each stream to the next (reinitialised at
+    // every frame): creating one per `read_log` was an eighth of a `zstd_log` execution.
+    strata_store::fuzzing::reuse_decoders(true);
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `mallopt` only changes glibc's allocation thresholds; called before any input.
     unsafe {
