@@ -1,2 +1,6 @@
 #![no_main]
-libfuzzer_sys::fuzz_target!(|data: &[u8]| strata_fuzz::offset_index(data));
+libfuzzer_sys::fuzz_target!(
+    // The allocator's thresholds and the store's inline decoding (see init_fuzzing).
+    init: strata_fuzz::init_fuzzing(),
+    |data: &[u8]| strata_fuzz::offset_index(data)
+);

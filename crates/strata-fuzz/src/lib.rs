@@ -45,6 +45,29 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("offset_index", offset_index),
 ];
 
+/// Set once by a fuzz engine's entry point, on the thread that runs the inputs: the store's
+/// decode pool then reads and decodes each log on that thread (`decode_inline`: the same
+/// batches through the same decoder, as one decoder thread would), instead of starting a
+/// reader and decoder threads per read, which was most of a `zstd_log` or `sqlite_rows`
+/// execution. The regression test leaves the pool threaded, so the corpus still runs both.
+///
+/// It also keeps the allocator's freed memory for reuse (no `mmap` per large block, no
+/// trimming): a reader's two 256 KiB buffers per open were otherwise fresh pages each time,
+/// faulted in and zeroed by the kernel, a fifth of a `zstd_log` execution. Memory stays
+/// bounded by the largest working set, which `-rss_limit_mb` still watches.
+pub fn init_fuzzing() {
+    strata_store::fuzzing::decode_inline(true);
+    // One zstd decoder per thread, handed from each stream to the next (reinitialised at
+    // every frame): creating one per `read_log` was an eighth of a `zstd_log` execution.
+    strata_store::fuzzing::reuse_decoders(true);
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: `mallopt` only changes glibc's allocation thresholds; called before any input.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 64 << 20);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 256 << 20);
+    }
+}
+
 /// The per-process scratch directory of the harnesses that need files (kept until exit).
 pub(crate) fn scratch() -> &'static std::path::Path {
     use std::sync::OnceLock;

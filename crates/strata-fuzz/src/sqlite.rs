@@ -1,6 +1,7 @@
 //! The SQLite row decoder: rows of the `events` table, as another program (or a damaged file)
 //! may have left them, read back by the SQLite store.
 
+use std::cell::RefCell;
 use std::sync::{Mutex, OnceLock};
 
 use rusqlite::types::Value as SqlValue;
@@ -38,7 +39,7 @@ fn db() -> Option<&'static Mutex<Db>> {
 /// digits, or 0); otherwise TEXT (lossy UTF-8: the column is `TEXT` or `ANY`, STRICT).
 fn column(field: &[u8]) -> SqlValue {
     match field.split_first() {
-        Some((1, rest)) => SqlValue::Blob(zstd::bulk::compress(rest, 1).unwrap_or_default()),
+        Some((1, rest)) => SqlValue::Blob(compress(rest)),
         Some((2, rest)) => SqlValue::Blob(rest.to_vec()),
         Some((3, _)) => SqlValue::Null,
         Some((4, rest)) => SqlValue::Integer(
@@ -49,6 +50,24 @@ fn column(field: &[u8]) -> SqlValue {
         ),
         _ => SqlValue::Text(String::from_utf8_lossy(field).into_owned()),
     }
+}
+
+/// `plain` as one zstd frame, by one compressor per thread (a context is large to create).
+fn compress(plain: &[u8]) -> Vec<u8> {
+    thread_local! {
+        static ENCODER: RefCell<Option<zstd::bulk::Compressor<'static>>> =
+            const { RefCell::new(None) };
+    }
+    ENCODER.with(|encoder| {
+        let mut encoder = encoder.borrow_mut();
+        if encoder.is_none() {
+            *encoder = zstd::bulk::Compressor::new(1).ok();
+        }
+        encoder
+            .as_mut()
+            .and_then(|encoder| encoder.compress(plain).ok())
+            .unwrap_or_default()
+    })
 }
 
 /// Rows are `\n`-separated, their columns `\t`-separated in the order `type`, `time`, `data`,
@@ -63,8 +82,13 @@ pub fn sqlite_rows(data: &[u8]) {
     let Ok(tx) = db.conn.unchecked_transaction() else {
         return;
     };
-    let _ = tx.execute("DELETE FROM events WHERE session_id = ?1", [ID]);
-    let _ = tx.execute("DELETE FROM checkpoints WHERE session_id = ?1", [ID]);
+    // Statements prepared once per connection (rusqlite's cache), not per input.
+    let run = |sql: &str, params: &[&dyn rusqlite::ToSql]| {
+        tx.prepare_cached(sql)
+            .and_then(|mut statement| statement.execute(params))
+    };
+    let _ = run("DELETE FROM events WHERE session_id = ?1", &[&ID]);
+    let _ = run("DELETE FROM checkpoints WHERE session_id = ?1", &[&ID]);
     let mut seq = 0_i64;
     for row in data.split(|byte| *byte == b'\n') {
         if seq >= 4096 {
@@ -73,7 +97,7 @@ pub fn sqlite_rows(data: &[u8]) {
         let mut columns = row.split(|byte| *byte == b'\t').map(column);
         let mut next = || columns.next().unwrap_or(SqlValue::Null);
         let values = [next(), next(), next(), next(), next(), next()];
-        let inserted = tx.execute(
+        let inserted = run(
             "INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, \
              surface_op, ignorable) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             rusqlite::params![
@@ -84,7 +108,7 @@ pub fn sqlite_rows(data: &[u8]) {
             seq += 1;
         }
     }
-    let _ = tx.execute(
+    let _ = run(
         "UPDATE sessions SET next_seq = ?1 WHERE id = ?2",
         rusqlite::params![seq, ID],
     );

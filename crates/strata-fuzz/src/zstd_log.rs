@@ -1,5 +1,6 @@
 //! zstd frames: a `.zstd` V3 log read the way a store reads it, and the frame scanner.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use strata_store::fuzzing::{decompress_frame, recoverable_prefix};
@@ -11,29 +12,44 @@ use strata_store::{read_log, scan_frames};
 /// reach the reader's frame and line logic past the checksums; bit 1 then tears the last
 /// frame in half, as a crash mid-append leaves it.
 fn file_bytes(data: &[u8]) -> Vec<u8> {
+    thread_local! {
+        /// One compressor per thread: a zstd context is large to create and reset per frame.
+        static ENCODER: RefCell<Option<zstd::bulk::Compressor<'static>>> =
+            const { RefCell::new(None) };
+    }
     let (first, rest) = data.split_first().unwrap_or((&0, data));
     if first & 1 == 0 {
         return rest.to_vec();
     }
-    let mut out = Vec::new();
-    let mut last_start = 0;
-    for piece in crate::fields(rest, 0x1e) {
-        let mut encoder = match zstd::bulk::Compressor::new(1) {
-            Ok(encoder) => encoder,
-            Err(_) => return Vec::new(),
-        };
-        let _ = encoder.include_checksum(true);
-        let Ok(frame) = encoder.compress(piece) else {
+    ENCODER.with(|encoder| {
+        let mut encoder = encoder.borrow_mut();
+        if encoder.is_none() {
+            let Ok(mut created) = zstd::bulk::Compressor::new(1) else {
+                return Vec::new();
+            };
+            if created.include_checksum(true).is_err() {
+                return Vec::new();
+            }
+            *encoder = Some(created);
+        }
+        let Some(encoder) = encoder.as_mut() else {
             return Vec::new();
         };
-        last_start = out.len();
-        out.extend_from_slice(&frame);
-    }
-    if first & 2 != 0 {
-        let cut = last_start + (out.len() - last_start) / 2;
-        out.truncate(cut);
-    }
-    out
+        let mut out = Vec::new();
+        let mut last_start = 0;
+        for piece in crate::fields(rest, 0x1e) {
+            let Ok(frame) = encoder.compress(piece) else {
+                return Vec::new();
+            };
+            last_start = out.len();
+            out.extend_from_slice(&frame);
+        }
+        if first & 2 != 0 {
+            let cut = last_start + (out.len() - last_start) / 2;
+            out.truncate(cut);
+        }
+        out
+    })
 }
 
 /// The zstd reader of a JSONL store (`read_log` on a `.zstd` file: frame stream, torn final
@@ -43,14 +59,25 @@ pub fn zstd_log(data: &[u8]) {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let bytes = file_bytes(data);
     let _ = scan_frames(&bytes);
-    if let Ok(mut decoder) = zstd::stream::raw::Decoder::new() {
-        let mut plain = Vec::new();
-        for complete in [true, false] {
-            if decompress_frame(&mut decoder, &bytes, &mut plain, complete).is_ok() {
-                let _ = recoverable_prefix(&plain);
+    thread_local! {
+        /// One decoder per thread (`decompress_frame` resets it for every frame).
+        static DECODER: RefCell<Option<zstd::stream::raw::Decoder<'static>>> =
+            const { RefCell::new(None) };
+    }
+    DECODER.with(|decoder| {
+        let mut decoder = decoder.borrow_mut();
+        if decoder.is_none() {
+            *decoder = zstd::stream::raw::Decoder::new().ok();
+        }
+        if let Some(decoder) = decoder.as_mut() {
+            let mut plain = Vec::new();
+            for complete in [true, false] {
+                if decompress_frame(decoder, &bytes, &mut plain, complete).is_ok() {
+                    let _ = recoverable_prefix(&plain);
+                }
             }
         }
-    }
+    });
     let n = NEXT.fetch_add(1, Ordering::Relaxed) % 4;
     let path = crate::scratch().join(format!("zstd-{n}.v3.jsonl.zstd"));
     if std::fs::write(&path, &bytes).is_ok() {

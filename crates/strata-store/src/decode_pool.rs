@@ -31,7 +31,12 @@
 //!   lock, and none outlives the rows it could still deliver.
 //! - The mode (wire rows, or rows checked ahead for a restore) is fixed by the first pull;
 //!   a later pull of the other kind converts (a checked row back to its wire form).
+//! - Inline decoding ([`decode_inline`], for the fuzz harnesses) runs the same reading and
+//!   decoding (`RecordSource::fill` or `PageSource::fill_page`, then `decode_batch`) on the
+//!   pulling thread, one batch at a time, as one decoder would: the same rows, errors, torn
+//!   tail and progress, without starting any thread.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::Arc;
@@ -81,7 +86,7 @@ pub(crate) trait RecordSource: Send + 'static {
 /// across to a decoder.
 pub(crate) trait PageSource: Send + Sync + 'static {
     /// One thread's means of reading (its own connection).
-    type Reader;
+    type Reader: Send;
 
     /// Opens a reader, on the thread that will use it.
     fn open_reader(&self) -> Result<Self::Reader, StoreError>;
@@ -146,6 +151,19 @@ const RESULTS_IN_FLIGHT: usize = 2;
 
 /// Decoders at most, whatever the machine offers.
 const MAX_DECODERS: usize = 4;
+
+thread_local! {
+    /// Whether pools started on this thread decode inline ([`decode_inline`]).
+    static INLINE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Makes every pool this thread starts from now on read and decode its batches on this thread
+/// (`true`), or on a pool of threads as usual (`false`, the default). The rows are the same
+/// either way; a fuzz harness, whose input is a batch or two, otherwise spends most of each
+/// execution starting and joining threads.
+pub fn decode_inline(inline: bool) {
+    INLINE.with(|flag| flag.set(inline));
+}
 
 /// Complete records for a decoder, copied out of the reader's buffer.
 #[derive(Default)]
@@ -232,7 +250,7 @@ enum Done {
 }
 
 /// The rows of a log, decoded by a pool of threads (started by the first pull).
-pub(crate) struct DecodePool<S> {
+pub(crate) struct DecodePool<S: RecordSource> {
     /// The log, for messages.
     location: String,
     state: State<S>,
@@ -240,11 +258,13 @@ pub(crate) struct DecodePool<S> {
     torn: Option<TornInfo>,
 }
 
-enum State<S> {
+enum State<S: RecordSource> {
     Idle(Box<S>),
     Running(Running),
     /// Threads could not be started: the rows are read here, one at a time.
     Sequential(Box<S>),
+    /// Decoding inline ([`decode_inline`]): batches read and decoded here, one at a time.
+    Inline(Box<Inline<S>>),
     Ended,
 }
 
@@ -290,6 +310,111 @@ impl Running {
     }
 }
 
+/// A paged source read inline: its pages, the pulling thread's reader, the next page.
+type InlinePages<S> = (
+    Arc<<S as RecordSource>::Pages>,
+    <<S as RecordSource>::Pages as PageSource>::Reader,
+    u64,
+);
+
+/// The end of a log: its torn tail and the progress.
+type LogEnd = (Option<TornInfo>, Option<(u64, u64)>);
+
+/// A pool decoding inline: one decoder's work, on the pulling thread.
+struct Inline<S: RecordSource> {
+    rows: Box<S>,
+    mode: Mode,
+    decoder: S::Decoder,
+    arena: ScanArena,
+    batch: RecordBatch,
+    /// A paged source: its pages, this thread's reader and the next page.
+    pages: Option<InlinePages<S>>,
+    current: Rows,
+    /// `current` holds the last rows.
+    last: bool,
+    /// The reader's end, delivered once `current` is taken (as `Done::End` is).
+    end: Option<LogEnd>,
+}
+
+/// What an inline refill delivered.
+enum Refilled {
+    /// Rows in `current` (maybe none), and the progress after them.
+    Rows(Option<(u64, u64)>),
+    /// The end, with the torn tail and the progress.
+    End(Option<TornInfo>, Option<(u64, u64)>),
+}
+
+impl<S: RecordSource> Inline<S> {
+    /// Reads and decodes the next batch into `current` (empty), as the threads would.
+    fn refill(&mut self) -> Refilled {
+        if let Some((torn, progress)) = self.end.take() {
+            return Refilled::End(torn, progress);
+        }
+        self.batch.clear();
+        if let Some((pages, reader, index)) = &mut self.pages {
+            // As `decode_pages` on the only decoder.
+            let filled = pages.fill_page(reader, *index, &mut self.batch);
+            decode_batch(
+                &self.decoder,
+                self.mode,
+                &self.batch,
+                &mut self.arena,
+                &mut self.current,
+            );
+            let failed = self.current.back().is_some_and(Result::is_err);
+            let more = match filled {
+                Ok(full) => full && !failed,
+                Err(error) => {
+                    if !failed {
+                        self.current.push_back(Err(error));
+                    }
+                    false
+                }
+            };
+            self.last = !more;
+            let progress = pages.progress(*index);
+            *index += 1;
+            return Refilled::Rows(progress);
+        }
+        // As `read_records` feeding `decode_jobs`.
+        let filled = self.rows.fill(&mut self.batch);
+        let progress = self.rows.progress();
+        if !self.batch.records.is_empty() {
+            decode_batch(
+                &self.decoder,
+                self.mode,
+                &self.batch,
+                &mut self.arena,
+                &mut self.current,
+            );
+            if self.current.back().is_some_and(Result::is_err) {
+                // The decoder stops at its first bad record: nothing after it arrives.
+                self.last = true;
+                return Refilled::Rows(progress);
+            }
+        }
+        match filled {
+            Ok(true) => {}
+            Ok(false) => {
+                let end = (self.rows.torn(), self.rows.progress());
+                if self.batch.records.is_empty() {
+                    return Refilled::End(end.0, end.1);
+                }
+                self.end = Some(end);
+            }
+            Err(error) => {
+                self.current.push_back(Err(error));
+                self.last = true;
+                if self.batch.records.is_empty() {
+                    // `Job::Failed` travels without progress.
+                    return Refilled::Rows(None);
+                }
+            }
+        }
+        Refilled::Rows(progress)
+    }
+}
+
 impl<S: RecordSource> DecodePool<S> {
     /// The rows of `rows`, to be decoded in parallel once pulled.
     pub(crate) fn new(rows: S) -> DecodePool<S> {
@@ -305,6 +430,43 @@ impl<S: RecordSource> DecodePool<S> {
         let State::Idle(rows) = std::mem::replace(&mut self.state, State::Ended) else {
             return;
         };
+        if INLINE.with(Cell::get) {
+            let decoder = rows.decoder();
+            self.state = match rows.pages() {
+                Some(pages) => match pages.open_reader() {
+                    Ok(reader) => State::Inline(Box::new(Inline {
+                        rows,
+                        mode,
+                        decoder,
+                        arena: ScanArena::new(),
+                        batch: RecordBatch::default(),
+                        pages: Some((pages, reader, 0)),
+                        current: Rows::new(),
+                        last: false,
+                        end: None,
+                    })),
+                    Err(error) => {
+                        // As a paged decoder that cannot open its reader.
+                        let mut running = Running::new(mode, Vec::new(), Vec::new());
+                        running.current.push_back(Err(error));
+                        running.last = true;
+                        State::Running(running)
+                    }
+                },
+                None => State::Inline(Box::new(Inline {
+                    rows,
+                    mode,
+                    decoder,
+                    arena: ScanArena::new(),
+                    batch: RecordBatch::default(),
+                    pages: None,
+                    current: Rows::new(),
+                    last: false,
+                    end: None,
+                })),
+            };
+            return;
+        }
         let n_decoders = thread::available_parallelism()
             .map_or(1, |n| n.get())
             .clamp(1, MAX_DECODERS);
@@ -372,6 +534,27 @@ impl<S: RecordSource> DecodePool<S> {
         loop {
             let running = match &mut self.state {
                 State::Running(running) => running,
+                State::Inline(inline) => {
+                    if let Some(row) = inline.current.pop_front() {
+                        if row.is_err() {
+                            self.state = State::Ended;
+                        }
+                        return Some(row);
+                    }
+                    if inline.last {
+                        self.state = State::Ended;
+                        return None;
+                    }
+                    match inline.refill() {
+                        Refilled::Rows(progress) => self.progress = progress,
+                        Refilled::End(torn, progress) => {
+                            self.torn = torn;
+                            self.progress = progress;
+                            self.state = State::Ended;
+                        }
+                    }
+                    continue;
+                }
                 State::Sequential(rows) => {
                     // Rows read here are left for the restore to check in full.
                     let row = rows.next_row();
@@ -423,6 +606,7 @@ impl<S: RecordSource> DecodePool<S> {
     fn mode(&self, wanted: Mode) -> Mode {
         match &self.state {
             State::Running(running) => running.mode,
+            State::Inline(inline) => inline.mode,
             _ => wanted,
         }
     }

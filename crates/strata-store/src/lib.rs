@@ -73,8 +73,9 @@ pub mod synth;
 pub mod fuzzing {
     pub use crate::checkpoint::{decode as decode_checkpoint, encode as encode_checkpoint};
     pub use crate::checkpoint::{fnv64, fnv64_hex};
+    pub use crate::decode_pool::decode_inline;
     pub use crate::index::{IndexIdentity, OffsetIndex, RecordPos};
-    pub use crate::zstd::{decompress as decompress_frame, recoverable_prefix};
+    pub use crate::zstd::{decompress as decompress_frame, recoverable_prefix, reuse_decoders};
 }
 
 /// The README's Rust examples (the core's and the store's), compiled and run as doctests here:

@@ -18,6 +18,7 @@
 //! - A read never spans two frames, so the end of the first frame (the header) is known as soon
 //!   as its last byte is served.
 
+use std::cell::{Cell, RefCell};
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 
@@ -51,6 +52,61 @@ impl FrameCompressor {
     }
 }
 
+thread_local! {
+    /// Whether streams on this thread hand their decoder on ([`reuse_decoders`]).
+    static REUSE: Cell<bool> = const { Cell::new(false) };
+    /// The decoder the last stream dropped on this thread left, when reusing.
+    static SPARE: RefCell<Option<Decoder<'static>>> = const { RefCell::new(None) };
+}
+
+/// Makes every [`ZstdStream`] on this thread from now on start with the decoder the previous
+/// one dropped (reinitialised at every frame as a fresh one is), instead of creating one per
+/// stream (`true`); off by default, since a kept decoder keeps the window of the largest frame
+/// it decoded. For the fuzz harnesses, which open a stream per input: creating the decoder was
+/// an eighth of a `zstd_log` execution.
+pub fn reuse_decoders(reuse: bool) {
+    REUSE.with(|flag| flag.set(reuse));
+    if !reuse {
+        SPARE.with(|spare| spare.borrow_mut().take());
+    }
+}
+
+/// A stream's decoder, left for the next stream on this thread when it is dropped and
+/// decoders are reused ([`reuse_decoders`]).
+struct StreamDecoder(Option<Decoder<'static>>);
+
+impl StreamDecoder {
+    /// The spare decoder when reusing, else a fresh one.
+    fn new() -> io::Result<StreamDecoder> {
+        let spare = if REUSE.with(Cell::get) {
+            SPARE.with(|spare| spare.borrow_mut().take())
+        } else {
+            None
+        };
+        match spare {
+            Some(decoder) => Ok(StreamDecoder(Some(decoder))),
+            None => Decoder::new().map(|decoder| StreamDecoder(Some(decoder))),
+        }
+    }
+
+    /// The decoder (only a dropped stream has none).
+    fn get(&mut self) -> io::Result<&mut Decoder<'static>> {
+        self.0
+            .as_mut()
+            .ok_or_else(|| io::Error::other("the zstd decoder was handed on"))
+    }
+}
+
+impl Drop for StreamDecoder {
+    fn drop(&mut self) {
+        if REUSE.with(Cell::get) {
+            // The next stream reinitialises it at its first frame, as a fresh one.
+            let decoder = self.0.take();
+            SPARE.with(|spare| *spare.borrow_mut() = decoder);
+        }
+    }
+}
+
 /// Where a torn final frame was found by a [`ZstdStream`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TornFrame {
@@ -80,7 +136,7 @@ pub struct ZstdStream {
     /// Plaintext bytes served so far.
     plain_offset: u64,
     eof: bool,
-    decoder: Decoder<'static>,
+    decoder: StreamDecoder,
     /// The frame being decoded: its compressed start, plaintext start and last plaintext byte.
     frame: Option<(u64, u64, Option<u8>)>,
     n_frames: u64,
@@ -102,7 +158,7 @@ impl ZstdStream {
             offset: 0,
             plain_offset: 0,
             eof: false,
-            decoder: Decoder::new()?,
+            decoder: StreamDecoder::new()?,
             frame: None,
             n_frames: 0,
             first_frame_plain_end: None,
@@ -244,7 +300,7 @@ impl Read for ZstdStream {
                     };
                     return Err(self.fail(error.to_string()));
                 }
-                self.decoder.reinit()?;
+                self.decoder.get()?.reinit()?;
                 self.frame = Some((self.offset, self.plain_offset, None));
                 continue;
             };
@@ -252,7 +308,11 @@ impl Read for ZstdStream {
                 // Input exhausted mid-frame: flush what the decoder holds, then it is torn.
                 let mut input = InBuffer::around(&[]);
                 let mut output = OutBuffer::around(&mut buf[filled..]);
-                let flushed = self.decoder.run(&mut input, &mut output).is_ok();
+                let flushed = self
+                    .decoder
+                    .get()
+                    .and_then(|decoder| decoder.run(&mut input, &mut output))
+                    .is_ok();
                 let produced = output.pos();
                 if flushed && produced > 0 {
                     filled += produced;
@@ -265,7 +325,10 @@ impl Read for ZstdStream {
             }
             let mut input = InBuffer::around(&self.input[self.in_pos..self.in_len]);
             let mut output = OutBuffer::around(&mut buf[filled..]);
-            let result = self.decoder.run(&mut input, &mut output);
+            let result = self
+                .decoder
+                .get()
+                .and_then(|decoder| decoder.run(&mut input, &mut output));
             let (consumed, produced) = (input.pos(), output.pos());
             self.in_pos += consumed;
             self.offset += consumed as u64;
@@ -371,5 +434,69 @@ pub fn recoverable_prefix(plain: &[u8]) -> &[u8] {
     match plain.iter().rposition(|&byte| byte == b'\n') {
         Some(last) => &plain[..=last],
         None => &[],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use super::{reuse_decoders, FrameCompressor, ZstdStream};
+
+    /// Everything a stream serves and how it ends.
+    fn stream(path: &std::path::Path, max: usize) -> (Vec<u8>, String) {
+        let mut stream = ZstdStream::new(std::fs::File::open(path).unwrap()).unwrap();
+        let mut plain = Vec::new();
+        let mut buf = [0; 7];
+        let end = loop {
+            if plain.len() >= max {
+                break "dropped".to_owned();
+            }
+            match stream.read(&mut buf) {
+                Ok(0) => break format!("end {:?}", stream.torn()),
+                Ok(n) => plain.extend_from_slice(&buf[..n]),
+                Err(error) => break error.to_string(),
+            }
+        };
+        (plain, end)
+    }
+
+    #[test]
+    fn a_reused_decoder_serves_what_a_fresh_one_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut compressor = FrameCompressor::new(3).unwrap();
+        let a = compressor.frame(b"{\"header\":1}\n").unwrap();
+        let b = compressor.frame(&b"{\"row\":2}\n".repeat(500)).unwrap();
+        let mut damaged = b.clone();
+        let middle = damaged.len() / 2;
+        damaged[middle] ^= 0xff;
+        let logs = [
+            [a.clone(), b.clone()].concat(),
+            [a.clone(), b[..b.len() / 2].to_vec()].concat(),
+            [a.clone(), damaged].concat(),
+            [a.clone(), b.clone(), b.clone()].concat(),
+        ];
+        let paths: Vec<_> = logs
+            .iter()
+            .enumerate()
+            .map(|(index, log)| {
+                let path = dir.path().join(format!("{index}.zstd"));
+                std::fs::write(&path, log).unwrap();
+                path
+            })
+            .collect();
+        // Every log after every other, the first one dropped mid-frame too.
+        for first in &paths {
+            for max in [usize::MAX, 100] {
+                for second in &paths {
+                    let expected = stream(second, usize::MAX);
+                    reuse_decoders(true);
+                    let _ = stream(first, max);
+                    let reused = stream(second, usize::MAX);
+                    reuse_decoders(false);
+                    assert_eq!(reused, expected);
+                }
+            }
+        }
     }
 }

@@ -239,3 +239,70 @@ fn sqlite_rows_arrive_in_order_and_a_bad_row_ends_them_at_its_seq() {
         assert_eq!(refused.to_string(), error.to_string());
     }
 }
+
+/// The rows, torn tail and progress a pool yields, decoded on threads or inline.
+fn pool_outcome(path: &Path, inline: bool) -> (Vec<Result<serde_json::Value, String>>, String) {
+    super::decode_inline(inline);
+    let (read, pool) = pooled(path);
+    super::decode_inline(false);
+    let end = format!("{:?} {:?}", pool.torn(), pool.progress());
+    (values(&read), end)
+}
+
+#[test]
+fn inline_decoding_yields_what_the_threads_yield() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, _) = log_bytes(6_000);
+    let lines: Vec<&[u8]> = bytes.split_inclusive(|&byte| byte == b'\n').collect();
+    let mut logs = vec![bytes.clone(), lines[..3].concat()];
+    let mut torn = bytes.clone();
+    torn.extend_from_slice(b"{\"type\":\"user/message\",\"seq\":");
+    logs.push(torn);
+    for bad_line in [3_usize, 1_500, 4_321, lines.len()] {
+        let mut damaged = lines.clone();
+        damaged[bad_line - 1] = b"{\"type\":\n";
+        logs.push(damaged.concat());
+    }
+    for log in &logs {
+        let path = write(dir.path(), log);
+        assert_eq!(pool_outcome(&path, true), pool_outcome(&path, false));
+        // Checked ahead too.
+        let checked = |inline| {
+            super::decode_inline(inline);
+            let mut pool =
+                DecodePool::new(JsonlRows::open(&path, false, DEFAULT_MAX_RECORD_LEN).unwrap());
+            super::decode_inline(false);
+            let mut rows = Vec::new();
+            while let Some(row) = pool.next_prechecked(Generation::V3) {
+                rows.push(row.map(|row| format!("{row:?}")).map_err(|e| e.to_string()));
+            }
+            (rows, pool.torn(), pool.progress())
+        };
+        assert_eq!(checked(true), checked(false));
+    }
+
+    // SQLite pages, read on the pulling thread's own connection, a bad row in a later page.
+    let (store, path) = sqlite_session(dir.path(), 600);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    for damage in [None, Some("x'00'"), Some("'{\"role\":'")] {
+        if let Some(damage) = damage {
+            conn.execute(
+                &format!("UPDATE events SET data = {damage} WHERE seq = ?1"),
+                [3_333],
+            )
+            .unwrap();
+        }
+        let scan = |inline| {
+            super::decode_inline(inline);
+            let rows: Vec<Result<serde_json::Value, String>> = store
+                .scan("pool")
+                .unwrap()
+                .map(|row| row.map(|row| row.to_value()).map_err(|e| e.to_string()))
+                .collect();
+            let loaded = store.load("pool").map(|session| session.len());
+            super::decode_inline(false);
+            (rows, loaded.map_err(|e| e.to_string()))
+        };
+        assert_eq!(scan(true), scan(false));
+    }
+}
