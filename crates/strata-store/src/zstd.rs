@@ -59,7 +59,7 @@ thread_local! {
     static SPARE: RefCell<Option<Decoder<'static>>> = const { RefCell::new(None) };
 }
 
-/// Makes every [`ZstdStream`] on this thread from now on start with the decoder the previous
+/// Makes every `ZstdStream` on this thread from now on start with the decoder the previous
 /// one dropped (reinitialised at every frame as a fresh one is), instead of creating one per
 /// stream (`true`); off by default, since a kept decoder keeps the window of the largest frame
 /// it decoded. For the fuzz harnesses, which open a stream per input: creating the decoder was
