@@ -535,15 +535,8 @@ impl<S: RecordSource> DecodePool<S> {
             let running = match &mut self.state {
                 State::Running(running) => running,
                 State::Inline(inline) => {
-                    if let Some(row) = inline.current.pop_front() {
-                        if row.is_err() {
-                            self.state = State::Ended;
-                        }
-                        return Some(row);
-                    }
-                    if inline.last {
-                        self.state = State::Ended;
-                        return None;
+                    if let Some(next) = next_of_batch(&mut inline.current, inline.last) {
+                        return self.deliver(next);
                     }
                     match inline.refill() {
                         Refilled::Rows(progress) => self.progress = progress,
@@ -566,17 +559,8 @@ impl<S: RecordSource> DecodePool<S> {
                 }
                 State::Idle(_) | State::Ended => return None,
             };
-            if let Some(row) = running.current.pop_front() {
-                if row.is_err() {
-                    // The first error is the last row: stop the threads, drop what they
-                    // decoded past it.
-                    self.state = State::Ended;
-                }
-                return Some(row);
-            }
-            if running.last {
-                self.state = State::Ended;
-                return None;
+            if let Some(next) = next_of_batch(&mut running.current, running.last) {
+                return self.deliver(next);
             }
             let Some(receiver) = running.results.get(running.turn) else {
                 self.state = State::Ended;
@@ -603,12 +587,35 @@ impl<S: RecordSource> DecodePool<S> {
         }
     }
 
+    /// Hands out what the current batch gave; the first error is the last row (the threads
+    /// stop, and what they decoded past it is dropped), as is the end.
+    fn deliver(
+        &mut self,
+        next: Option<Result<Decoded, StoreError>>,
+    ) -> Option<Result<Decoded, StoreError>> {
+        if !matches!(next, Some(Ok(_))) {
+            self.state = State::Ended;
+        }
+        next
+    }
+
     fn mode(&self, wanted: Mode) -> Mode {
         match &self.state {
             State::Running(running) => running.mode,
             State::Inline(inline) => inline.mode,
             _ => wanted,
         }
+    }
+}
+
+/// The next row of a pool's current batch (`Some(Some(row))`), the log's end when that batch
+/// was its last and is spent (`Some(None)`), or `None` when the next batch is due — for the
+/// threaded and the inline pool alike.
+fn next_of_batch(current: &mut Rows, last: bool) -> Option<Option<Result<Decoded, StoreError>>> {
+    match current.pop_front() {
+        Some(row) => Some(Some(row)),
+        None if last => Some(None),
+        None => None,
     }
 }
 

@@ -177,6 +177,11 @@ fn members(tag: &str) -> Option<(&'static [&'static str], &'static [&'static str
     })
 }
 
+/// An event's `type` as upstream's refusals print it (`JSON.stringify`, `undefined` when absent).
+pub fn shown_type(tag: Option<&Value>) -> String {
+    tag.map_or_else(|| "undefined".to_owned(), strata_core::json::to_js_string)
+}
+
 /// Whether `tag` is of the frozen v0 (and v1) inventory.
 pub fn is_known(tag: &str) -> bool {
     members(tag).is_some()

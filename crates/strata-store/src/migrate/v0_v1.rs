@@ -201,10 +201,7 @@ impl<I: Iterator<Item = StageItem>> V0ToV1<I> {
             match payload_audit::audit(&tag, seq, event.get("data"), 0) {
                 Ok(()) => {}
                 Err(AuditError::UnknownType) => {
-                    let shown = match event.get("type") {
-                        Some(value) => strata_core::json::to_js_string(value),
-                        None => "undefined".to_owned(),
-                    };
+                    let shown = payload_audit::shown_type(event.get("type"));
                     return Err(refused(
                         Refusal::UnknownHistoricalType,
                         format!(

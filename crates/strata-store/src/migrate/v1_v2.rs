@@ -598,10 +598,7 @@ pub fn audit_decoded(context: &StageContext, staged: Staged) -> StageItem {
         text,
     };
     if !payload_audit::is_known(tag) {
-        let shown = match staged.event.get("type") {
-            Some(value) => strata_core::json::to_js_string(value),
-            None => "undefined".to_owned(),
-        };
+        let shown = payload_audit::shown_type(staged.event.get("type"));
         let seq = crate::legacy::js::display(staged.event.get("seq"));
         return Err(refuse(
             Refusal::UnknownHistoricalType,
