@@ -22,7 +22,7 @@ pub use held::{
     from_str, held_from_text, held_value_from_text, parse, parse_held, text_from_held,
     text_value_from_held, to_js_string_pretty, to_js_vec, to_js_writer, to_js_writer_pretty,
 };
-pub(crate) use held::{has_reserved, held_from_wtf8};
+pub(crate) use held::{has_reserved, held_from_wtf8, RESERVED_LEAD};
 
 use crate::seq::MAX_SAFE_INTEGER;
 

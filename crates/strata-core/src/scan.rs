@@ -324,18 +324,37 @@ const CONTAINER_CAPACITY: usize = 8;
 
 /// Where the first `"`, `\` or control byte (below 0x20) in `bytes` is: the end of a string's
 /// plain run, or a byte no JSON string holds raw.
+#[inline(always)]
+fn string_stop(bytes: &[u8]) -> Option<usize> {
+    stop::<false>(bytes).map(|(at, _)| at)
+}
+
+/// [`string_stop`], and whether the run may hold a reserved code point's lead byte (the
+/// `json` module's markers): never `false` when it does, so only a run flagged `true` needs
+/// [`crate::json::has_reserved`]'s exact search. A view reads every payload string it keeps,
+/// and a second pass over each for the lead byte cost a tenth of a decoding thread's time.
+#[inline(always)]
+fn string_stop_with_leads(bytes: &[u8]) -> Option<(usize, bool)> {
+    stop::<true>(bytes)
+}
+
+/// The search of [`string_stop`], with `LEADS` the lead-byte flag of
+/// [`string_stop_with_leads`] (compiled out without it).
 ///
 /// Eight bytes a word, to the end (as serde's own string skipping does): one pass finds both
 /// the run's end and any control byte in it, where a `memchr2` for the end left the control
 /// bytes to a separate pass over the whole row (3 % of a load's instructions).
-fn string_stop(bytes: &[u8]) -> Option<usize> {
+#[inline(always)]
+fn stop<const LEADS: bool>(bytes: &[u8]) -> Option<(usize, bool)> {
     const ONES: u64 = u64::from_ne_bytes([1; 8]);
     const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
     const QUOTES: u64 = u64::from_ne_bytes([b'"'; 8]);
     const BACKSLASHES: u64 = u64::from_ne_bytes([b'\\'; 8]);
     const SPACES: u64 = u64::from_ne_bytes([0x20; 8]);
+    const LEAD_BYTES: u64 = u64::from_ne_bytes([crate::json::RESERVED_LEAD; 8]);
     let mut words = bytes.chunks_exact(8);
     let mut offset = 0;
+    let mut leads = 0;
     for chunk in &mut words {
         let Ok(chunk) = <[u8; 8]>::try_from(chunk) else {
             break;
@@ -345,7 +364,12 @@ fn string_stop(bytes: &[u8]) -> Option<usize> {
         // sets the high bit of every zero byte, and may set it above one (a borrow), never
         // below the first: the lowest set bit is exact. Likewise `(word - SPACES) & !word`
         // for the bytes below 0x20 (a byte of 0x80 or more has its high bit, which `!word`
-        // clears).
+        // clears). The lead-byte flag may be set by a borrow or by bytes past the stop: a
+        // `true` is only a "maybe", and a word holding a lead byte always sets it.
+        if LEADS {
+            let lead = word ^ LEAD_BYTES;
+            leads |= lead.wrapping_sub(ONES) & !lead;
+        }
         let quotes = word ^ QUOTES;
         let backslashes = word ^ BACKSLASHES;
         let found = ((quotes.wrapping_sub(ONES) & !quotes)
@@ -353,15 +377,17 @@ fn string_stop(bytes: &[u8]) -> Option<usize> {
             | (word.wrapping_sub(SPACES) & !word))
             & HIGHS;
         if found != 0 {
-            return Some(offset + found.trailing_zeros() as usize / 8);
+            let at = offset + found.trailing_zeros() as usize / 8;
+            return Some((at, leads & HIGHS != 0));
         }
         offset += 8;
     }
-    words
-        .remainder()
+    let rest = words.remainder();
+    let at = rest
         .iter()
-        .position(|&byte| byte == b'"' || byte == b'\\' || byte < 0x20)
-        .map(|found| offset + found)
+        .position(|&byte| byte == b'"' || byte == b'\\' || byte < 0x20)?;
+    let leads = LEADS && (leads & HIGHS != 0 || rest[..at].contains(&crate::json::RESERVED_LEAD));
+    Some((offset + at, leads))
 }
 
 /// A cursor over a row. Outside strings it takes only the bytes compact JSON has there (any
@@ -450,6 +476,26 @@ impl<'a> Scanner<'a> {
         self.eat(b'"')?;
         let start = self.pos;
         let end = start + string_stop(self.bytes.get(start..)?)?;
+        self.string_end(start, end, strict)
+    }
+
+    /// A string a view keeps: its text between the quotes, and whether it is plain (no
+    /// escape and no reserved code point), which is what a view may borrow as it stands.
+    #[inline(always)]
+    fn plain_string(&mut self) -> Option<(&'a str, bool)> {
+        self.eat(b'"')?;
+        let start = self.pos;
+        let (stop, leads) = string_stop_with_leads(self.bytes.get(start..)?)?;
+        let (content, escaped) = self.string_end(start, start + stop, true)?;
+        // A reserved code point is held behind a marker (the `json` module), so such a
+        // string is read as one with escapes is.
+        let plain = !escaped && !(leads && crate::json::has_reserved(content));
+        Some((content, plain))
+    }
+
+    /// The end of a string whose plain run from `start` stops at `end`.
+    #[inline(always)]
+    fn string_end(&mut self, start: usize, end: usize, strict: bool) -> Option<(&'a str, bool)> {
         self.pos = end + 1;
         match self.bytes.get(end) {
             Some(b'"') => Some((self.text.get(start..end)?, false)),
@@ -574,24 +620,19 @@ impl<'a> Scanner<'a> {
         }
         Some(match self.peek()? {
             b'"' => {
-                let (content, escaped) = self.string(true)?;
-                // A reserved code point is held behind a marker (the `json` module), so such a
-                // string is read as one with escapes is.
-                if escaped || crate::json::has_reserved(content) {
-                    View::Deep(self.text.get(start..self.pos)?)
-                } else {
+                let (content, plain) = self.plain_string()?;
+                if plain {
                     View::Str(Cow::Borrowed(content))
+                } else {
+                    View::Deep(self.text.get(start..self.pos)?)
                 }
             }
             b'{' => {
                 let mut members =
                     bumpalo::collections::Vec::with_capacity_in(CONTAINER_CAPACITY, self.arena?);
                 self.container(b'}', nesting, |scanner, nesting| {
-                    let (key, escaped) = scanner.string(true)?;
-                    if escaped
-                        || (members.is_empty() && key == NUMBER_TOKEN)
-                        || crate::json::has_reserved(key)
-                    {
+                    let (key, plain) = scanner.plain_string()?;
+                    if !plain || (members.is_empty() && key == NUMBER_TOKEN) {
                         return None;
                     }
                     scanner.eat(b':')?;

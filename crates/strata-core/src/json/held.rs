@@ -44,7 +44,7 @@ const SURROGATES: std::ops::RangeInclusive<u32> = 0xD800..=0xDFFF;
 const HIGH_SURROGATES: std::ops::RangeInclusive<u32> = 0xD800..=0xDBFF;
 const LOW_SURROGATES: std::ops::RangeInclusive<u32> = 0xDC00..=0xDFFF;
 /// Every reserved code point is spelled in UTF-8 from this lead byte.
-const RESERVED_LEAD: u8 = 0xF4;
+pub(crate) const RESERVED_LEAD: u8 = 0xF4;
 
 /// Parses JSON text as `JSON.parse` reads it: strings come out held.
 pub fn parse(text: &str) -> Result<Value, serde_json::Error> {

@@ -226,6 +226,28 @@ strata_testkit::proptest! {
         let expected = bytes.iter().position(|&byte| byte == b'"' || byte == b'\\' || byte < 0x20);
         prop_assert_eq!(string_stop(&bytes), expected);
     }
+
+    /// The lead-byte flag of a view's string search is never `false` for a run that holds a
+    /// reserved code point's lead byte before the stop, wherever it lies in its word (a
+    /// `false` lets the view borrow the string as it stands, skipping the exact search).
+    #[test]
+    fn the_lead_byte_flag_never_misses_a_lead_byte(
+        filler in prop::collection::vec(prop::sample::select(vec![b'a', 0x8f, 0xf3, 0xf5, 0xf4, 0x01, 0xff]), 0..64),
+        stop in prop::option::of((any::<prop::sample::Index>(), prop::sample::select(vec![b'"', b'\\', 0]))),
+    ) {
+        let mut bytes = filler;
+        if let Some((at, byte)) = stop {
+            bytes.insert(at.index(bytes.len() + 1), byte);
+        }
+        let expected = bytes.iter().position(|&byte| byte == b'"' || byte == b'\\' || byte < 0x20);
+        let found = string_stop_with_leads(&bytes);
+        prop_assert_eq!(found.map(|(at, _)| at), expected);
+        if let (Some((at, leads)), Some(_)) = (found, expected) {
+            if bytes[..at].contains(&crate::json::RESERVED_LEAD) {
+                prop_assert!(leads, "a lead byte before {} in {:?}", at, bytes);
+            }
+        }
+    }
 }
 
 #[test]
