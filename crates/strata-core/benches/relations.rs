@@ -24,6 +24,7 @@ fn options(rules: bool) -> SeedOptions {
     SeedOptions {
         marker_time: 0,
         surface_only: !rules,
+        defer_marker: false,
     }
 }
 

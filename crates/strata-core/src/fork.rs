@@ -265,6 +265,7 @@ pub fn fork_session(
         SeedOptions {
             marker_time,
             surface_only: source.is_surface_only(),
+            defer_marker: false,
         },
     )?)
 }

@@ -182,6 +182,10 @@ pub struct SeedOptions {
     /// (docs/rules.md, "Surface-only sessions"): for the ported session-core surface cases,
     /// which judge surface transitions outside any turn. Never set on a store's path.
     pub surface_only: bool,
+    /// Leave a restore's plain end-seed marker to the first write-open: for an import, which
+    /// stores the log event for event and records a checkpoint of exactly what it stored, so
+    /// that open resumes from it (and adds the marker then, as it would after a full restore).
+    pub defer_marker: bool,
 }
 
 /// The result of an offline fold (`fold_surface`).
@@ -388,7 +392,9 @@ impl Session {
             // the first live seq follows them.
             session.first_live_seq = session.log.len();
         }
-        session.append_plain_marker_if_needed(options.marker_time)?;
+        if !options.defer_marker {
+            session.append_plain_marker_if_needed(options.marker_time)?;
+        }
         Ok(session)
     }
 

@@ -596,11 +596,10 @@ impl Store {
         let id = header.id().to_owned();
         let mut n_events = 0_usize;
         let counted = events.into_iter().inspect(|_| n_events += 1);
-        let session = Session::restore(header, counted, SeedOptions::default())
+        let session = Session::restore(header, counted, IMPORT_OPTIONS)
             .map_err(|source| invalid(&id, &location, None, source))?;
         let stored = session.events().get(..n_events).unwrap_or(&[]);
-        drop(self.backend.create(session.header(), stored)?);
-        Ok(())
+        self.create_checkpointed(&session, stored)
     }
 
     /// Stores a log read from elsewhere (another store, a file — see
@@ -612,14 +611,33 @@ impl Store {
         // Before the log is read: an id the store cannot hold fails at once, not after a
         // restore of the whole log.
         self.backend.check_new_id(stream.header().id())?;
-        let session = restore_stream(stream, None, SeedOptions::default())?;
+        let session = restore_stream(stream, None, IMPORT_OPTIONS)?;
         let n_events = stream.n_read();
         let stored = session
             .events()
             .get(..usize::try_from(n_events).unwrap_or(usize::MAX))
             .unwrap_or(&[]);
-        drop(self.backend.create(session.header(), stored)?);
+        self.create_checkpointed(&session, stored)?;
         Ok(n_events)
+    }
+
+    /// Creates a session from `stored`, the events of the restored `session` (restored with
+    /// [`IMPORT_OPTIONS`], so it holds exactly them), and records the
+    /// session's checkpoint beside it: the first write-open after an import or a convert then
+    /// resumes lazily, as every later one does, instead of restoring the whole log (issue 28).
+    /// The checkpoint is best effort, as an open's: without it the next open reads the log.
+    fn create_checkpointed(
+        &self,
+        session: &Session,
+        stored: &[Arc<Event>],
+    ) -> Result<(), StoreError> {
+        let mut appender = self.backend.create(session.header(), stored)?;
+        if stored.len() == session.len() {
+            if let Some(checkpoint) = session.checkpoint() {
+                let _ = appender.checkpoint(&checkpoint);
+            }
+        }
+        Ok(())
     }
 
     /// Opens a session for writing (exclusive), resuming from the newest verified checkpoint
@@ -810,6 +828,14 @@ impl Store {
         ))
     }
 }
+
+/// How an import restores the log it stores: exactly its events, the end-seed marker left to
+/// the first write-open (which resumes from the checkpoint the import records).
+const IMPORT_OPTIONS: SeedOptions = SeedOptions {
+    marker_time: 0,
+    surface_only: false,
+    defer_marker: true,
+};
 
 /// Restores a session from a stream, rows flowing from the reader into the core one at a time.
 /// A read error ends the rows and is reported in preference to whatever the core made of the

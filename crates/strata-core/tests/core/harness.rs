@@ -1037,6 +1037,7 @@ macro_rules! data_tests {
 pub const SURFACE_ONLY: SeedOptions = SeedOptions {
     marker_time: 0,
     surface_only: true,
+    defer_marker: false,
 };
 
 /// A fresh surface-only session (see [`SURFACE_ONLY`]).

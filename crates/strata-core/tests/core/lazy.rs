@@ -62,6 +62,7 @@ fn options(relational: bool) -> SeedOptions {
     SeedOptions {
         marker_time: 77,
         surface_only: !relational,
+        defer_marker: false,
     }
 }
 

@@ -370,3 +370,50 @@ fn a_long_writer_checkpoints_as_it_goes() {
         assert_same(&store.load("s").unwrap(), &lazy);
     }
 }
+
+// An import (a stream from another store or a file, as `strata import` and `convert` copy it)
+// records a checkpoint with the copy: the very first open of the copy resumes lazily and
+// equals a full restore, on every durable backend and from every source backend.
+#[test]
+fn the_first_open_after_an_import_resumes_from_its_checkpoint() {
+    for source_kind in durable() {
+        let source_dir = tempfile::tempdir().unwrap();
+        let source = store(source_kind, source_dir.path());
+        new_session(&source, "s", 20);
+        for kind in durable() {
+            let dir = tempfile::tempdir().unwrap();
+            let target = store(kind, dir.path());
+            let mut stream = source.scan("s").unwrap();
+            let n_events = target.import_stream(&mut stream).unwrap();
+            assert_eq!(
+                n_events,
+                source.backend().read("s").unwrap().events.len() as u64
+            );
+            assert!(
+                target.load_lazy("s").unwrap().is_lazy(),
+                "{source_kind:?} -> {kind:?}: a read of the copy resumes"
+            );
+            assert!(
+                compare_opens(&target, "s"),
+                "{source_kind:?} -> {kind:?}: the first open resumed"
+            );
+        }
+    }
+}
+
+// `Store::import` of raw events does the same.
+#[test]
+fn the_first_open_after_importing_events_resumes_from_its_checkpoint() {
+    for kind in durable() {
+        let source = Store::memory();
+        new_session(&source, "s", 12);
+        let log = source.backend().read("s").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let target = store(kind, dir.path());
+        target.import(log.header, log.events).unwrap();
+        assert!(
+            compare_opens(&target, "s"),
+            "{kind:?}: the first open resumed"
+        );
+    }
+}
