@@ -266,3 +266,7 @@ mod sample;
 // Failures under `--json` are JSON on stdout too (issue 22).
 #[path = "cli/json_errors.rs"]
 mod json_errors;
+
+// Any zstd file through the reading commands; writers keep dsh's framing (issue 27).
+#[path = "cli/zstd_files.rs"]
+mod zstd_files;
