@@ -153,8 +153,17 @@ pub enum Command {
     ///
     /// LOG is a file, a `sqlite://PATH#ID` reference or a stored session id; a file written
     /// to must sit in a JSONL store layout (ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]).
-    /// Without --dry-run the events are appended durably. Exits 1 when the attempt failed
-    /// (it is still recorded in the log).
+    /// Without --dry-run the events are appended durably.
+    ///
+    /// The summary comes from a model unless --offline: the same OpenAI-compatible client,
+    /// settings and retries as `chat` and `run` (STRATA_BASE_URL, DEEPSEEK_API_KEY or
+    /// STRATA_API_KEY, --model or STRATA_MODEL, --model-script), asked under the log's last
+    /// request/header (its model unless --model or STRATA_MODEL names another). The attempt is
+    /// recorded as the agent records its own: compaction/start … compaction/end. When the model
+    /// fails (or its summary hits the token cap, or is not smaller than what it replaces) the
+    /// failure is recorded in compaction/end, the conversation is left as it was, and the
+    /// command exits 1. A dry run never calls the model: without --offline it prints the bound
+    /// the summary is capped at; with it, the extractive checkpoint it would write.
     ///
     /// Example: strata compact session.v3.jsonl --offline --dry-run
     Compact {
@@ -162,11 +171,19 @@ pub enum Command {
         file: PathBuf,
         /// Summarize offline with the extractive summarizer (first and last lines of each
         /// turn, tool names and outcomes) instead of a model.
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["model_script", "model"])]
         offline: bool,
-        /// Print what would be shadowed and the token counts before and after; write nothing.
+        /// Print what would be shadowed and the token counts before and after; write nothing
+        /// and call no model.
         #[arg(long)]
         dry_run: bool,
+        /// Replay this scripted-model JSON file instead of calling the API (as `run` does).
+        #[arg(long, value_name = "FILE")]
+        model_script: Option<PathBuf>,
+        /// Model to summarize with (default: $STRATA_MODEL, else the model of the log's last
+        /// request/header).
+        #[arg(long)]
+        model: Option<String>,
     },
     /// Show which tool results over 8,192 code points an agent's pre-step would middle-elide;
     /// a finished session is never rewritten.

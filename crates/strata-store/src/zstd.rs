@@ -454,6 +454,7 @@ impl Read for ZstdStream {
             if hint == 0 {
                 // The frame ended (checksum verified): it must end on a record boundary.
                 self.frame = None;
+                self.frame_lines = 0;
                 self.n_frames += 1;
                 if self.n_frames == 1 {
                     self.first_frame_plain_end = Some(self.plain_offset);
