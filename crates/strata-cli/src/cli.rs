@@ -34,10 +34,10 @@ pub enum Command {
     },
     /// Check that session logs are accepted under their generation's rules.
     ///
-    /// Each LOG is a file (raw or zstd), a `sqlite://PATH#ID` reference or a session id in the
-    /// default store (an existing file wins over an id). Exits 0 when every log is accepted, 1
-    /// when any is rejected (printing `FILE: seq N: <rule>: <message>`), 2 on usage or I/O
-    /// errors.
+    /// Each LOG is a file (raw, or zstd in any framing: `.zstd`, `.zst`), a `sqlite://PATH#ID`
+    /// reference or a session id in the default store (an existing file wins over an id).
+    /// Exits 0 when every log is accepted, 1 when any is rejected (printing `FILE: seq N:
+    /// <rule>: <message>`), 2 on usage or I/O errors.
     ///
     /// Example: strata validate ~/.dsh/sessions/--home-me--/abc/session.v3.jsonl
     Validate {
@@ -129,7 +129,8 @@ pub enum Command {
     /// with `forked` closers).
     ///
     /// The child gets a fresh id and names LOG's session as its parent. With -o it is written
-    /// as a V3 JSONL file (zstd when OUT ends in `.zstd`; an existing file is never replaced);
+    /// as a V3 JSONL file (zstd when OUT ends in `.zstd` or `.zst`; an existing file is never
+    /// replaced);
     /// without -o it is created in LOG's store (a stored session, or a file inside a JSONL
     /// store layout) and its id printed. Exits 1 when LOG is rejected, 2 when SEQ is not a seq
     /// of LOG or the fork cannot be written.
@@ -141,8 +142,8 @@ pub enum Command {
         /// The last seq the fork keeps.
         #[arg(long, value_name = "SEQ")]
         at: u64,
-        /// Write the fork to this new file, zstd when it ends in `.zstd` (default: a new
-        /// session in the source's store).
+        /// Write the fork to this new file, zstd when it ends in `.zstd` or `.zst` (default: a
+        /// new session in the source's store).
         #[arg(short, long, value_name = "OUT")]
         output: Option<PathBuf>,
         #[command(flatten)]
@@ -243,8 +244,8 @@ pub enum Command {
         #[command(flatten)]
         format: Format,
     },
-    /// Write a stored session as a JSONL log, zstd when FILE ends in `.zstd` (never replaces a
-    /// file).
+    /// Write a stored session as a JSONL log, zstd in dsh's framing when FILE ends in `.zstd`
+    /// or `.zst` (never replaces a file).
     ///
     /// Example: strata export abc -o abc.session.v3.jsonl.zstd
     Export {

@@ -803,7 +803,8 @@ impl JsonlRows {
                         // line when the frame holds its end.
                         Framing::Any => {
                             let header_in_frame = frame.plain_start < reader.header_end();
-                            let n_events = frame.n_lines.saturating_sub(u64::from(header_in_frame));
+                            let n_lines = reader.get_ref().torn_frame_lines();
+                            let n_events = n_lines.saturating_sub(u64::from(header_in_frame));
                             usize::try_from(n_events).unwrap_or(usize::MAX)
                         }
                     },
@@ -1510,9 +1511,27 @@ pub fn is_zstd_file(path: &Path) -> Result<bool, StoreError> {
 /// store, which reads it in dsh's framing and refuses any other.
 pub fn scan_log(path: &Path) -> Result<LogStream<'static>, StoreError> {
     let zstd = is_zstd_file(path)?;
-    let mut rows = JsonlRows::open_with(path, zstd, Framing::Any, DEFAULT_MAX_RECORD_LEN)?;
+    scan_log_with(path, zstd, Framing::Any)
+}
+
+/// [`scan_log`] under `framing`.
+fn scan_log_with(
+    path: &Path,
+    zstd: bool,
+    framing: Framing,
+) -> Result<LogStream<'static>, StoreError> {
+    let mut rows = JsonlRows::open_with(path, zstd, framing, DEFAULT_MAX_RECORD_LEN)?;
     rows.decoder.check_seqs = false;
     Ok(rows.into_stream())
+}
+
+/// [`read_log`] under `framing` (the fuzz harness reads both ways).
+pub(crate) fn read_log_with(
+    path: &Path,
+    zstd: bool,
+    framing: Framing,
+) -> Result<StoredLog, StoreError> {
+    scan_log_with(path, zstd, framing)?.collect_log()
 }
 
 /// Reads a whole V3 JSONL log file outside any store (see [`scan_log`]) into memory.

@@ -76,6 +76,16 @@ pub mod fuzzing {
     pub use crate::decode_pool::decode_inline;
     pub use crate::index::{IndexIdentity, OffsetIndex, RecordPos};
     pub use crate::zstd::{decompress as decompress_frame, recoverable_prefix, reuse_decoders};
+
+    /// Reads a V3 log file as a store reads it, in dsh's zstd framing (the header line alone
+    /// in the first frame, every frame ending on a line boundary), where
+    /// [`read_log`](crate::read_log) takes any framing.
+    pub fn read_log_in_dsh_framing(
+        path: &std::path::Path,
+    ) -> Result<crate::StoredLog, crate::StoreError> {
+        let zstd = crate::is_zstd_file(path)?;
+        crate::jsonl::read_log_with(path, zstd, crate::zstd::Framing::Dsh)
+    }
 }
 
 /// The README's Rust examples (the core's and the store's), compiled and run as doctests here:

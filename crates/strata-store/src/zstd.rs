@@ -138,8 +138,6 @@ pub struct TornFrame {
     /// Plaintext offset of the frame's first byte: records starting at or after it were
     /// recovered from the torn frame.
     pub plain_start: u64,
-    /// How many `\n` the torn frame's decoded plaintext held: the records it completed.
-    pub n_lines: u64,
 }
 
 /// The plaintext of a zstd log file as one byte stream, decoded frame by frame straight into
@@ -163,14 +161,17 @@ pub struct ZstdStream {
     eof: bool,
     decoder: StreamDecoder,
     framing: Framing,
-    /// Bytes of a skippable frame still to skip, and where that frame started.
-    skipping: Option<(u64, u64)>,
+    /// Where the skippable frame being skipped started, and how many of its bytes are still to
+    /// skip (none when 0). Not an `Option`: every byte here counts, since a reader of either
+    /// kind is sized by the larger.
+    skipping: (u64, u64),
     /// `\n` bytes the current frame has produced so far.
     frame_lines: u64,
     /// The frame being decoded: its compressed start, plaintext start and last plaintext byte.
     frame: Option<(u64, u64, Option<u8>)>,
-    n_frames: u64,
-    first_frame_plain_end: Option<u64>,
+    /// Plaintext length of the first frame once decoded to its end; 0 before (a frame holding
+    /// a header is never empty).
+    first_frame_plain_end: u64,
     torn: Option<TornFrame>,
     /// Corruption to report on the next read (after serving what came before it).
     failure: Option<String>,
@@ -197,11 +198,10 @@ impl ZstdStream {
             eof: false,
             decoder: StreamDecoder::new()?,
             framing,
-            skipping: None,
+            skipping: (0, 0),
             frame_lines: 0,
             frame: None,
-            n_frames: 0,
-            first_frame_plain_end: None,
+            first_frame_plain_end: 0,
             torn: None,
             failure: None,
             done: false,
@@ -215,7 +215,13 @@ impl ZstdStream {
 
     /// Plaintext length of the first frame, once it has been decoded to its end.
     pub fn first_frame_plain_end(&self) -> Option<u64> {
-        self.first_frame_plain_end
+        (self.first_frame_plain_end > 0).then_some(self.first_frame_plain_end)
+    }
+
+    /// How many `\n` the torn final frame decoded: the records it completed (once the stream
+    /// has ended inside it, see [`ZstdStream::torn`]).
+    pub fn torn_frame_lines(&self) -> u64 {
+        self.frame_lines
     }
 
     /// Compressed bytes decoded so far (for progress reports).
@@ -270,11 +276,7 @@ impl ZstdStream {
 
     /// The stream ends inside the frame starting at `start`.
     fn end_torn(&mut self, start: u64, plain_start: u64) {
-        self.torn = Some(TornFrame {
-            start,
-            plain_start,
-            n_lines: self.frame_lines,
-        });
+        self.torn = Some(TornFrame { start, plain_start });
         self.frame = None;
         self.done = true;
     }
@@ -299,10 +301,11 @@ impl ZstdStream {
     /// Skips what remains of a skippable frame ([`Framing::Any`]); `false` when the file ends
     /// inside it (a torn tail, the stream has ended).
     fn skip_skippable(&mut self) -> io::Result<bool> {
-        while let Some((start, remaining)) = self.skipping {
+        while self.skipping.1 > 0 {
+            let (start, remaining) = self.skipping;
             if self.in_pos == self.in_len && !self.refill()? {
                 let plain_start = self.plain_offset;
-                self.skipping = None;
+                self.skipping = (0, 0);
                 self.end_torn(start, plain_start);
                 return Ok(false);
             }
@@ -311,7 +314,7 @@ impl ZstdStream {
             // `step` is at most the buffered bytes, a `usize`.
             self.in_pos += usize::try_from(step).unwrap_or(0);
             self.offset += step;
-            self.skipping = (remaining > step).then_some((start, remaining - step));
+            self.skipping = (start, remaining - step);
         }
         Ok(true)
     }
@@ -340,7 +343,7 @@ impl Read for ZstdStream {
         }
         let mut filled = 0;
         loop {
-            if self.skipping.is_some() && !self.skip_skippable()? {
+            if self.skipping.1 > 0 && !self.skip_skippable()? {
                 return Ok(filled);
             }
             let Some((start, plain_start, last_byte)) = self.frame else {
@@ -381,7 +384,7 @@ impl Read for ZstdStream {
                         self.input[at + 2],
                         self.input[at + 3],
                     ];
-                    self.skipping = Some((self.offset, u64::from(u32::from_le_bytes(size))));
+                    self.skipping = (self.offset, u64::from(u32::from_le_bytes(size)));
                     self.in_pos += 8;
                     self.offset += 8;
                     continue;
@@ -455,9 +458,8 @@ impl Read for ZstdStream {
                 // The frame ended (checksum verified): it must end on a record boundary.
                 self.frame = None;
                 self.frame_lines = 0;
-                self.n_frames += 1;
-                if self.n_frames == 1 {
-                    self.first_frame_plain_end = Some(self.plain_offset);
+                if self.first_frame_plain_end == 0 {
+                    self.first_frame_plain_end = self.plain_offset;
                 }
                 let mid_record = last_byte.is_some_and(|byte| byte != b'\n');
                 if mid_record && self.framing == Framing::Dsh {
