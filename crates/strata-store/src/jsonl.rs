@@ -50,9 +50,9 @@ use crate::store::{
 use crate::zstd::{recoverable_prefix, FrameCompressor, Framing, ZstdStream, DEFAULT_LEVEL};
 
 /// What a refusal of a zstd file in another framing than dsh's tells the user to do.
-pub(crate) const FOREIGN_FRAMING_HINT: &str = "a file compressed some other way (by the zstd \
-    tool, for one) is read by the reading commands, but strata does not append to it; \
-    `strata convert FILE jsonl-zstd:DIR` copies it into a store in dsh's framing";
+pub(crate) const FOREIGN_FRAMING_HINT: &str = "a file compressed another way (by the `zstd` \
+    tool, say) is read by the reading commands but never appended to; `strata convert FILE \
+    jsonl-zstd:DIR` copies it into a store in dsh's framing";
 
 /// How a JSONL root stores its logs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1514,6 +1514,16 @@ pub fn scan_log(path: &Path) -> Result<LogStream<'static>, StoreError> {
     scan_log_with(path, zstd, Framing::Any)
 }
 
+/// [`scan_log`] for a writer that will append to the file: a zstd file must be in dsh's
+/// framing (the header line alone in the first frame, every frame ending on a line boundary),
+/// so that the stream's torn tail is a place to cut; another framing is refused
+/// ([`StoreError::ForeignFraming`] at the open, or a torn record in a complete frame as the
+/// stream reaches it).
+pub fn scan_log_for_writing(path: &Path) -> Result<LogStream<'static>, StoreError> {
+    let zstd = is_zstd_file(path)?;
+    scan_log_with(path, zstd, Framing::Dsh)
+}
+
 /// [`scan_log`] under `framing`.
 fn scan_log_with(
     path: &Path,
@@ -1523,15 +1533,6 @@ fn scan_log_with(
     let mut rows = JsonlRows::open_with(path, zstd, framing, DEFAULT_MAX_RECORD_LEN)?;
     rows.decoder.check_seqs = false;
     Ok(rows.into_stream())
-}
-
-/// [`read_log`] under `framing` (the fuzz harness reads both ways).
-pub(crate) fn read_log_with(
-    path: &Path,
-    zstd: bool,
-    framing: Framing,
-) -> Result<StoredLog, StoreError> {
-    scan_log_with(path, zstd, framing)?.collect_log()
 }
 
 /// Reads a whole V3 JSONL log file outside any store (see [`scan_log`]) into memory.

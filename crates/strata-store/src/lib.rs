@@ -37,7 +37,8 @@ pub use error::{AppendError, ForkError, LockHolder, StoreError};
 pub use frames::{scan_frames, FrameError, FrameScan, FrameSpan};
 pub use index::INDEX_FILE_NAME;
 pub use jsonl::{
-    is_zstd_file, read_log, scan_log, write_log, Compression, JsonlBackend, JsonlConfig,
+    is_zstd_file, read_log, scan_log, scan_log_for_writing, write_log, Compression, JsonlBackend,
+    JsonlConfig,
 };
 pub use layout::{
     decode_segment, encode_segment, parse_session_file_name, project_key, session_file_name,
@@ -83,8 +84,7 @@ pub mod fuzzing {
     pub fn read_log_in_dsh_framing(
         path: &std::path::Path,
     ) -> Result<crate::StoredLog, crate::StoreError> {
-        let zstd = crate::is_zstd_file(path)?;
-        crate::jsonl::read_log_with(path, zstd, crate::zstd::Framing::Dsh)
+        crate::scan_log_for_writing(path)?.collect_log()
     }
 }
 

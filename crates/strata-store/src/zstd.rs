@@ -464,8 +464,8 @@ impl Read for ZstdStream {
                 let mid_record = last_byte.is_some_and(|byte| byte != b'\n');
                 if mid_record && self.framing == Framing::Dsh {
                     let detail = format!(
-                        "complete zstd frame at offset {start} contains a torn JSONL record, \
-                         which dsh's framing never writes (corruption, or {})",
+                        "complete zstd frame at offset {start} contains a torn JSONL record: \
+                         corrupt, or not in dsh's framing ({})",
                         crate::jsonl::FOREIGN_FRAMING_HINT
                     );
                     if filled == 0 {

@@ -151,3 +151,47 @@ fn a_torn_frame_counts_the_records_it_completed() {
     );
     assert!(stream.torn_frame_lines() > 0 && served.len() < plain.len());
 }
+
+#[test]
+fn a_file_read_for_writing_must_be_in_dsh_framing() {
+    let sample = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/sample.v3.jsonl"
+    );
+    let plain = std::fs::read(sample).unwrap();
+    let header_end = plain.iter().position(|&byte| byte == b'\n').unwrap() + 1;
+    let dir = tempfile::tempdir().unwrap();
+    let boundary = 3001
+        + plain[3000..]
+            .iter()
+            .position(|&byte| byte == b'\n')
+            .unwrap();
+    let dsh = dir.path().join("dsh.v3.jsonl.zstd");
+    std::fs::write(&dsh, frames_at(&plain, &[header_end, boundary])).unwrap();
+    let one_frame = dir.path().join("one.v3.jsonl.zst");
+    std::fs::write(&one_frame, zstd::bulk::compress(&plain, 3).unwrap()).unwrap();
+    let mid_line = dir.path().join("mid.v3.jsonl.zst");
+    std::fs::write(&mid_line, frames_at(&plain, &[header_end, boundary - 5])).unwrap();
+    let n_events = |path: &std::path::Path, writing: bool| {
+        let stream = if writing {
+            crate::scan_log_for_writing(path)
+        } else {
+            crate::scan_log(path)
+        };
+        stream
+            .and_then(|stream| stream.collect_log())
+            .map(|log| log.events.len())
+    };
+    for path in [&dsh, &one_frame, &mid_line] {
+        assert_eq!(n_events(path, false).unwrap(), 132, "{}", path.display());
+    }
+    assert_eq!(n_events(&dsh, true).unwrap(), 132);
+    let error = n_events(&one_frame, true).unwrap_err();
+    assert!(
+        matches!(error, crate::StoreError::ForeignFraming { .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("strata convert"), "{error}");
+    let error = n_events(&mid_line, true).unwrap_err().to_string();
+    assert!(error.contains("torn JSONL record"), "{error}");
+}
