@@ -221,6 +221,12 @@ fn a_one_frame_zstd_log_and_a_decompression_bomb_read_in_bounded_memory() {
     let mb = |bytes: u64| bytes as f64 / 1e6;
     let load = peak_rss(&["validate", raw.to_str().expect("utf-8")]);
     let zst_load = peak_rss(&["validate", zst.to_str().expect("utf-8")]);
+    eprintln!(
+        "validate peak RSS: raw {:.1} MB, one-frame zstd {:.1} MB ({:.1} MB log)",
+        mb(load),
+        mb(zst_load),
+        mb(std::fs::metadata(&raw).expect("log").len())
+    );
     // The decoder's window and buffers, a few MB, and nothing in proportion to the log.
     assert!(
         zst_load <= load + 16_000_000,
@@ -246,6 +252,10 @@ fn a_one_frame_zstd_log_and_a_decompression_bomb_read_in_bounded_memory() {
     assert!(compressed < 1 << 20, "the bomb is {compressed} bytes");
     let (code, peak) = exit_and_peak_rss(&["validate", bomb.to_str().expect("utf-8")]);
     assert_eq!(code, 1, "a record over the limit is a rejection");
+    eprintln!(
+        "bomb: {compressed} bytes expanding to 1 GiB, validate peak RSS {:.1} MB",
+        mb(peak)
+    );
     // The 64 MiB record limit, the decoder's window and the process: far from the 1 GiB.
     assert!(peak < 256_000_000, "bomb: peak RSS {:.1} MB", mb(peak));
 }
