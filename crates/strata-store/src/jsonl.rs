@@ -1480,8 +1480,10 @@ fn write_whole_log(
     Ok(written)
 }
 
-/// Whether a file holds a zstd artifact: it starts with the zstd frame magic (an empty or
-/// unreadable start is not zstd). dsh names such files `.zstd`; content decides, not the name.
+/// Whether a file holds a zstd artifact: it starts with the zstd frame magic, or a skippable
+/// frame's (as `pzstd` writes; only a read in any framing takes it). An empty or unreadable
+/// start is not zstd. dsh names such files `.zstd`, the `zstd` tool `.zst`; content decides,
+/// not the name.
 pub fn is_zstd_file(path: &Path) -> Result<bool, StoreError> {
     let mut file = File::open(path).map_err(|source| StoreError::io("open", path, source))?;
     let mut magic = [0_u8; 4];
@@ -1494,7 +1496,8 @@ pub fn is_zstd_file(path: &Path) -> Result<bool, StoreError> {
             Err(source) => return Err(StoreError::io("read", path, source)),
         }
     }
-    Ok(magic == [0x28, 0xB5, 0x2F, 0xFD])
+    let skippable = magic[0] & 0xF0 == 0x50 && magic[1..] == [0x2A, 0x4D, 0x18];
+    Ok(magic == [0x28, 0xB5, 0x2F, 0xFD] || skippable)
 }
 
 /// Streams a V3 JSONL log file outside any store, raw or zstd (told apart by content): the

@@ -39,6 +39,10 @@ use crate::frames::FrameError;
 /// Little-endian magic number that opens every zstd frame.
 const FRAME_MAGIC: u32 = 0xFD2F_B528;
 
+/// [`ZstdStream::first_frame_plain_end`] before the first frame has ended: no plaintext offset
+/// reaches it.
+const NOT_YET: u64 = u64::MAX;
+
 /// How a [`ZstdStream`] takes a file's frames (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Framing {
@@ -169,8 +173,7 @@ pub struct ZstdStream {
     frame_lines: u64,
     /// The frame being decoded: its compressed start, plaintext start and last plaintext byte.
     frame: Option<(u64, u64, Option<u8>)>,
-    /// Plaintext length of the first frame once decoded to its end; 0 before (a frame holding
-    /// a header is never empty).
+    /// Plaintext length of the first frame once decoded to its end; [`NOT_YET`] before.
     first_frame_plain_end: u64,
     torn: Option<TornFrame>,
     /// Corruption to report on the next read (after serving what came before it).
@@ -201,7 +204,7 @@ impl ZstdStream {
             skipping: (0, 0),
             frame_lines: 0,
             frame: None,
-            first_frame_plain_end: 0,
+            first_frame_plain_end: NOT_YET,
             torn: None,
             failure: None,
             done: false,
@@ -215,7 +218,7 @@ impl ZstdStream {
 
     /// Plaintext length of the first frame, once it has been decoded to its end.
     pub fn first_frame_plain_end(&self) -> Option<u64> {
-        (self.first_frame_plain_end > 0).then_some(self.first_frame_plain_end)
+        (self.first_frame_plain_end != NOT_YET).then_some(self.first_frame_plain_end)
     }
 
     /// How many `\n` the torn final frame decoded: the records it completed (once the stream
@@ -283,6 +286,7 @@ impl ZstdStream {
 
     /// A frame did not decode: torn if its bytes run out before its structural end (only the
     /// final frame can be), corruption otherwise.
+    ///
     /// The frame's structure is walked from its headers alone, never read whole, so a damaged
     /// frame of any size costs no more memory than a good one.
     fn decode_failed(&mut self, start: u64, plain_start: u64, error: &io::Error) -> io::Result<()> {
@@ -318,9 +322,7 @@ impl ZstdStream {
         }
         Ok(true)
     }
-}
 
-impl ZstdStream {
     /// Counts the `\n` of plaintext the current frame produced (the records a torn frame
     /// completed).
     fn count_lines(&mut self, plain: &[u8]) {
@@ -391,18 +393,23 @@ impl Read for ZstdStream {
                 }
                 if magic != FRAME_MAGIC {
                     let offset = usize::try_from(self.offset).unwrap_or(usize::MAX);
-                    let error = if magic & 0xFFFF_FFF0 == 0x184D_2A50 {
-                        FrameError::SkippableFrame {
+                    let detail = if skippable {
+                        let error = FrameError::SkippableFrame {
                             offset,
                             found: magic,
-                        }
+                        };
+                        format!(
+                            "{error}, which dsh's framing never writes ({})",
+                            crate::jsonl::FOREIGN_FRAMING_HINT
+                        )
                     } else {
-                        FrameError::BadMagic {
+                        let error = FrameError::BadMagic {
                             offset,
                             found: magic,
-                        }
+                        };
+                        error.to_string()
                     };
-                    return Err(self.fail(error.to_string()));
+                    return Err(self.fail(detail));
                 }
                 self.decoder.get()?.reinit()?;
                 self.frame = Some((self.offset, self.plain_offset, None));
@@ -458,7 +465,7 @@ impl Read for ZstdStream {
                 // The frame ended (checksum verified): it must end on a record boundary.
                 self.frame = None;
                 self.frame_lines = 0;
-                if self.first_frame_plain_end == 0 {
+                if self.first_frame_plain_end == NOT_YET {
                     self.first_frame_plain_end = self.plain_offset;
                 }
                 let mid_record = last_byte.is_some_and(|byte| byte != b'\n');

@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 use super::*;
 
 /// The ways a test compresses a log: one frame (what `zstd FILE` writes), one streamed frame
-/// without a content size (what `zstd < FILE` writes), and frames cut at odd plaintext offsets
-/// (inside the header, mid-line, one byte long).
+/// without a content size (what `zstd < FILE` writes), frames behind skippable frames (what
+/// `pzstd` writes), and frames cut at odd plaintext offsets (inside the header, mid-line, one
+/// byte long).
 fn framings(plain: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
     let one_frame = zstd::bulk::compress(plain, 19).expect("compress");
     let mut encoder = zstd::stream::Encoder::new(Vec::new(), 3).expect("encoder");
@@ -32,9 +33,19 @@ fn framings(plain: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
         .windows(2)
         .flat_map(|pair| zstd::bulk::compress(&plain[pair[0]..pair[1]], 3).expect("compress"))
         .collect();
+    // What `pzstd` writes: each frame behind a skippable frame carrying its size.
+    let mut skippable_first = Vec::new();
+    for piece in [&plain[..plain.len() / 2], &plain[plain.len() / 2..]] {
+        let frame = zstd::bulk::compress(piece, 3).expect("compress");
+        skippable_first.extend(0x184D_2A50_u32.to_le_bytes());
+        skippable_first.extend(4_u32.to_le_bytes());
+        skippable_first.extend((frame.len() as u32).to_le_bytes());
+        skippable_first.extend(frame);
+    }
     vec![
         ("one-frame.v3.jsonl.zst", one_frame),
         ("streamed.v3.jsonl.zstd", streamed),
+        ("skippable.v3.jsonl.zst", skippable_first),
         ("odd-frames.v3.jsonl.zst", odd.clone()),
         ("odd-frames.v3.jsonl.zstd", odd),
     ]
