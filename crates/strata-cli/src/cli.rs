@@ -34,10 +34,10 @@ pub enum Command {
     },
     /// Check that session logs are accepted under their generation's rules.
     ///
-    /// Each LOG is a file (raw or zstd), a `sqlite://PATH#ID` reference or a session id in the
-    /// default store (an existing file wins over an id). Exits 0 when every log is accepted, 1
-    /// when any is rejected (printing `FILE: seq N: <rule>: <message>`), 2 on usage or I/O
-    /// errors.
+    /// Each LOG is a file (raw, or zstd in any framing: `.zstd`, `.zst`), a `sqlite://PATH#ID`
+    /// reference or a session id in the default store (an existing file wins over an id).
+    /// Exits 0 when every log is accepted, 1 when any is rejected (printing `FILE: seq N:
+    /// <rule>: <message>`), 2 on usage or I/O errors.
     ///
     /// Example: strata validate ~/.dsh/sessions/--home-me--/abc/session.v3.jsonl
     Validate {
@@ -129,7 +129,8 @@ pub enum Command {
     /// with `forked` closers).
     ///
     /// The child gets a fresh id and names LOG's session as its parent. With -o it is written
-    /// as a V3 JSONL file (zstd when OUT ends in `.zstd`; an existing file is never replaced);
+    /// as a V3 JSONL file (zstd when OUT ends in `.zstd` or `.zst`; an existing file is never
+    /// replaced);
     /// without -o it is created in LOG's store (a stored session, or a file inside a JSONL
     /// store layout) and its id printed. Exits 1 when LOG is rejected, 2 when SEQ is not a seq
     /// of LOG or the fork cannot be written.
@@ -141,8 +142,8 @@ pub enum Command {
         /// The last seq the fork keeps.
         #[arg(long, value_name = "SEQ")]
         at: u64,
-        /// Write the fork to this new file, zstd when it ends in `.zstd` (default: a new
-        /// session in the source's store).
+        /// Write the fork to this new file, zstd when it ends in `.zstd` or `.zst` (default: a
+        /// new session in the source's store).
         #[arg(short, long, value_name = "OUT")]
         output: Option<PathBuf>,
         #[command(flatten)]
@@ -153,8 +154,17 @@ pub enum Command {
     ///
     /// LOG is a file, a `sqlite://PATH#ID` reference or a stored session id; a file written
     /// to must sit in a JSONL store layout (ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]).
-    /// Without --dry-run the events are appended durably. Exits 1 when the attempt failed
-    /// (it is still recorded in the log).
+    /// Without --dry-run the events are appended durably.
+    ///
+    /// The summary comes from a model unless --offline: the same OpenAI-compatible client,
+    /// settings and retries as `chat` and `run` (STRATA_BASE_URL, DEEPSEEK_API_KEY or
+    /// STRATA_API_KEY, --model or STRATA_MODEL, --model-script), asked under the log's last
+    /// request/header (its model unless --model or STRATA_MODEL names another). The attempt is
+    /// recorded as the agent records its own: compaction/start … compaction/end. When the model
+    /// fails (or its summary hits the token cap, or is not smaller than what it replaces) the
+    /// failure is recorded in compaction/end, the conversation is left as it was, and the
+    /// command exits 1. A dry run never calls the model: without --offline it prints the bound
+    /// the summary is capped at; with it, the extractive checkpoint it would write.
     ///
     /// Example: strata compact session.v3.jsonl --offline --dry-run
     Compact {
@@ -162,11 +172,19 @@ pub enum Command {
         file: PathBuf,
         /// Summarize offline with the extractive summarizer (first and last lines of each
         /// turn, tool names and outcomes) instead of a model.
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["model_script", "model"])]
         offline: bool,
-        /// Print what would be shadowed and the token counts before and after; write nothing.
+        /// Print what would be shadowed and the token counts before and after; write nothing
+        /// and call no model.
         #[arg(long)]
         dry_run: bool,
+        /// Replay this scripted-model JSON file instead of calling the API (as `run` does).
+        #[arg(long, value_name = "FILE")]
+        model_script: Option<PathBuf>,
+        /// Model to summarize with (default: $STRATA_MODEL, else the model of the log's last
+        /// request/header).
+        #[arg(long)]
+        model: Option<String>,
     },
     /// Show which tool results over 8,192 code points an agent's pre-step would middle-elide;
     /// a finished session is never rewritten.
@@ -226,8 +244,8 @@ pub enum Command {
         #[command(flatten)]
         format: Format,
     },
-    /// Write a stored session as a JSONL log, zstd when FILE ends in `.zstd` (never replaces a
-    /// file).
+    /// Write a stored session as a JSONL log, zstd in dsh's framing when FILE ends in `.zstd`
+    /// or `.zst` (never replaces a file).
     ///
     /// Example: strata export abc -o abc.session.v3.jsonl.zstd
     Export {

@@ -2,11 +2,14 @@
 //! session id — and loading it into a validated session.
 //!
 //! The only place the CLI opens logs and stores. Resolution, in this order:
-//! 1. an existing path is a log file, raw or zstd (told apart by content, not by name);
+//! 1. an existing path is a log file, raw or zstd (told apart by content, not by name; a zstd
+//!    file read without writing may be framed any way zstd allows, as the `zstd` tool writes
+//!    it, while a write needs dsh's framing and refuses any other);
 //! 2. `sqlite://PATH#ID` is session `ID` in the SQLite store at `PATH`, and
 //!    `postgres://…#ID` (or `postgresql://…#ID`) session `ID` in that PostgreSQL store (neither
 //!    is created here);
-//! 3. an argument that looks like a path (a `/`, or a `.jsonl`/`.zstd` name) is a missing file;
+//! 3. an argument that looks like a path (a `/`, or a `.jsonl`/`.zstd`/`.zst` name) is a
+//!    missing file;
 //! 4. anything else is a session id in the default store (`--store`, else `$STRATA_STORE`, else
 //!    `$STRATA_DATABASE_URL`, else the embedded SQLite store).
 //!
@@ -204,7 +207,8 @@ pub fn resolve(arg: &Path, store: Option<&str>) -> Result<Input, LoadError> {
     let looks_like_path = text.is_empty()
         || text.contains(std::path::MAIN_SEPARATOR)
         || text.ends_with(".jsonl")
-        || text.ends_with(".zstd");
+        || text.ends_with(".zstd")
+        || text.ends_with(".zst");
     if looks_like_path {
         return Err(LoadError::Io(anyhow::anyhow!(
             "cannot open {}: no such file",

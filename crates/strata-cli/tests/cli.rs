@@ -266,3 +266,16 @@ mod sample;
 // Failures under `--json` are JSON on stdout too (issue 22).
 #[path = "cli/json_errors.rs"]
 mod json_errors;
+
+// The agent's test server, streaming like DeepSeek's chat-completions API: shared, not copied.
+#[path = "../../strata-agent/tests/llm/server.rs"]
+#[allow(dead_code)]
+mod llm_server;
+
+// `strata compact` with a model, against that server (issue 27).
+#[path = "cli/compact_model.rs"]
+mod compact_model;
+
+// Any zstd file through the reading commands; writers keep dsh's framing (issue 27).
+#[path = "cli/zstd_files.rs"]
+mod zstd_files;

@@ -177,3 +177,85 @@ fn reading_every_surface_node_takes_a_load_plus_at_most_the_file() {
         );
     }
 }
+
+/// Runs `strata args` to its end and returns its exit code and its own peak RSS in bytes.
+fn exit_and_peak_rss(args: &[&str]) -> (i32, u64) {
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("strata"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn strata");
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: as in `peak_rss`.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid, "wait4: {}", std::io::Error::last_os_error());
+    assert!(
+        libc::WIFEXITED(status),
+        "strata {args:?} did not exit: {status}"
+    );
+    drop(child);
+    (
+        libc::WEXITSTATUS(status),
+        u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024,
+    )
+}
+
+// Issue 27: any zstd framing is read, streaming. A log compressed as one frame (what the
+// `zstd` tool writes) loads in what the raw log takes, and a decompression bomb (a few
+// kilobytes that expand to a gibibyte of one unterminated record) is refused at the record
+// limit, in bounded memory, without inflating the gibibyte.
+#[test]
+fn a_one_frame_zstd_log_and_a_decompression_bomb_read_in_bounded_memory() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let raw = dir.path().join("long.v3.jsonl");
+    write_conversation(&raw, N_EXCHANGES);
+    let zst = dir.path().join("long.v3.jsonl.zst");
+    let mut encoder =
+        zstd::stream::Encoder::new(File::create(&zst).expect("create"), 3).expect("encoder");
+    std::io::copy(&mut File::open(&raw).expect("open"), &mut encoder).expect("compress");
+    encoder.finish().expect("finish");
+    let mb = |bytes: u64| bytes as f64 / 1e6;
+    let load = peak_rss(&["validate", raw.to_str().expect("utf-8")]);
+    let zst_load = peak_rss(&["validate", zst.to_str().expect("utf-8")]);
+    eprintln!(
+        "validate peak RSS: raw {:.1} MB, one-frame zstd {:.1} MB ({:.1} MB log)",
+        mb(load),
+        mb(zst_load),
+        mb(std::fs::metadata(&raw).expect("log").len())
+    );
+    // The decoder's window and buffers, a few MB, and nothing in proportion to the log.
+    assert!(
+        zst_load <= load + 16_000_000,
+        "one-frame zstd validate: {:.1} MB, raw {:.1} MB",
+        mb(zst_load),
+        mb(load)
+    );
+
+    let bomb = dir.path().join("bomb.v3.jsonl.zst");
+    let mut encoder =
+        zstd::stream::Encoder::new(File::create(&bomb).expect("create"), 1).expect("encoder");
+    writeln!(
+        encoder,
+        r#"{{"type":"session","version":3,"id":"bomb","createdAt":1700000000000,"isSeeded":false,"delegationDepth":0}}"#
+    )
+    .expect("write");
+    let block = vec![b'x'; 1 << 20];
+    for _ in 0..1024 {
+        encoder.write_all(&block).expect("compress");
+    }
+    encoder.finish().expect("finish");
+    let compressed = std::fs::metadata(&bomb).expect("bomb").len();
+    assert!(compressed < 1 << 20, "the bomb is {compressed} bytes");
+    let (code, peak) = exit_and_peak_rss(&["validate", bomb.to_str().expect("utf-8")]);
+    assert_eq!(code, 1, "a record over the limit is a rejection");
+    eprintln!(
+        "bomb: {compressed} bytes expanding to 1 GiB, validate peak RSS {:.1} MB",
+        mb(peak)
+    );
+    // The 64 MiB record limit, the decoder's window and the process: far from the 1 GiB.
+    assert!(peak < 256_000_000, "bomb: peak RSS {:.1} MB", mb(peak));
+}

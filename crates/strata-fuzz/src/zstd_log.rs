@@ -1,4 +1,5 @@
-//! zstd frames: a `.zstd` V3 log read the way a store reads it, and the frame scanner.
+//! zstd frames: a `.zstd` V3 log read the way a store reads it (dsh's framing) or the way the
+//! reading commands read a file (any framing), and the frame scanner.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -52,9 +53,9 @@ fn file_bytes(data: &[u8]) -> Vec<u8> {
     })
 }
 
-/// The zstd reader of a JSONL store (`read_log` on a `.zstd` file: frame stream, torn final
-/// frame, then the line codec), the frame scanner, and one-frame decompression, complete and
-/// torn.
+/// The zstd reader of a JSONL log (`read_log` on a `.zstd` file in any framing, or in dsh's
+/// framing as a store reads it: frame stream, torn final frame, then the line codec), the frame
+/// scanner, and one-frame decompression, complete and torn.
 pub fn zstd_log(data: &[u8]) {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let bytes = file_bytes(data);
@@ -81,6 +82,12 @@ pub fn zstd_log(data: &[u8]) {
     let n = NEXT.fetch_add(1, Ordering::Relaxed) % 4;
     let path = crate::scratch().join(format!("zstd-{n}.v3.jsonl.zstd"));
     if std::fs::write(&path, &bytes).is_ok() {
-        let _ = read_log(&path);
+        // Bit 2 of the first byte: as a store reads it (dsh's framing), else as the reading
+        // commands read a file (any framing).
+        if data.first().is_some_and(|first| first & 4 != 0) {
+            let _ = strata_store::fuzzing::read_log_in_dsh_framing(&path);
+        } else {
+            let _ = read_log(&path);
+        }
     }
 }

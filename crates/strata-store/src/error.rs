@@ -82,6 +82,20 @@ pub enum StoreError {
         #[source]
         source: io::Error,
     },
+    /// A zstd log whose first frame does not hold the header line alone: a file compressed
+    /// some other way than dsh frames it (by the `zstd` tool, for one). Not corruption — the
+    /// reading commands read such a file — but a store, and anything that appends, needs dsh's
+    /// framing and does not touch it.
+    #[error(
+        "{}: the first zstd frame does not hold exactly the header line, which is dsh's \
+         framing and what a writer needs; {}",
+        path.display(),
+        crate::jsonl::FOREIGN_FRAMING_HINT
+    )]
+    ForeignFraming {
+        /// The file.
+        path: PathBuf,
+    },
     /// A line or header did not decode (corruption or an unsupported format version).
     #[error(transparent)]
     Codec(Box<CodecError>),

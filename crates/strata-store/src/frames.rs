@@ -116,71 +116,173 @@ pub fn scan_frames(bytes: &[u8]) -> Result<FrameScan, FrameError> {
 
 /// The end of the frame starting at `start`, or `None` if the bytes end inside it.
 fn frame_end(bytes: &[u8], start: usize) -> Result<Option<usize>, FrameError> {
-    let mut cursor = Cursor { bytes, pos: start };
-    let Some(magic) = cursor.take::<4>() else {
-        return Ok(None);
+    let mut cursor = Cursor {
+        bytes: SliceBytes(bytes),
+        pos: start as u64,
+    };
+    let end = match walk_frame(&mut cursor, start as u64) {
+        Ok(end) => end?,
+        Err(never) => match never {},
+    };
+    // Offsets never exceed the slice's length, a `usize`.
+    Ok(end.map(|end| usize::try_from(end).unwrap_or(usize::MAX)))
+}
+
+/// Where the frame starting at offset `start` of `file` ends (`None` when the file ends inside
+/// it), found by reading its frame and block headers only: a few bytes per 128 KiB block, so a
+/// reader that must tell a torn final frame from a damaged one holds no more than that, however
+/// large the frame. Offsets in a [`FrameError`] are relative to `start`.
+pub(crate) fn frame_end_in_file(
+    file: &std::fs::File,
+    start: u64,
+) -> std::io::Result<Result<Option<u64>, FrameError>> {
+    let len = file.metadata()?.len();
+    let mut cursor = Cursor {
+        bytes: FileBytes { file, start, len },
+        pos: 0,
+    };
+    match walk_frame(&mut cursor, 0) {
+        Ok(Ok(end)) => Ok(Ok(end.map(|end| start + end))),
+        Ok(Err(error)) => Ok(Err(error)),
+        Err(error) => Err(error),
+    }
+}
+
+/// Random access to the bytes a frame walk reads: `Ok(false)` when fewer than `buf.len()`
+/// bytes remain at `pos`.
+trait ByteSource {
+    /// The error reading can raise (none for a slice).
+    type Error;
+    /// Fills `buf` from `pos`, or says the bytes end first.
+    fn read_at(&self, pos: u64, buf: &mut [u8]) -> Result<bool, Self::Error>;
+    /// Whether at least `n` bytes remain at `pos`.
+    fn has(&self, pos: u64, n: u64) -> bool;
+}
+
+/// A slice as a [`ByteSource`].
+struct SliceBytes<'a>(&'a [u8]);
+
+impl ByteSource for SliceBytes<'_> {
+    type Error = std::convert::Infallible;
+
+    fn read_at(&self, pos: u64, buf: &mut [u8]) -> Result<bool, Self::Error> {
+        let found = usize::try_from(pos)
+            .ok()
+            .and_then(|pos| self.0.get(pos..))
+            .and_then(|rest| rest.get(..buf.len()));
+        match found {
+            Some(bytes) => {
+                buf.copy_from_slice(bytes);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn has(&self, pos: u64, n: u64) -> bool {
+        (self.0.len() as u64).saturating_sub(pos) >= n
+    }
+}
+
+/// The bytes of a file from `start` to the `len` it had when the walk began.
+struct FileBytes<'a> {
+    file: &'a std::fs::File,
+    start: u64,
+    len: u64,
+}
+
+impl ByteSource for FileBytes<'_> {
+    type Error = std::io::Error;
+
+    fn read_at(&self, pos: u64, buf: &mut [u8]) -> Result<bool, Self::Error> {
+        use std::os::unix::fs::FileExt as _;
+        if !self.has(pos, buf.len() as u64) {
+            return Ok(false);
+        }
+        match self.file.read_exact_at(buf, self.start + pos) {
+            Ok(()) => Ok(true),
+            // The file shrank under the walk: its bytes end here.
+            Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
+    fn has(&self, pos: u64, n: u64) -> bool {
+        self.len.saturating_sub(self.start).saturating_sub(pos) >= n
+    }
+}
+
+/// Walks the frame whose magic is at `start` (the cursor's position): its end, or `None` when
+/// the bytes end inside it.
+fn walk_frame<B: ByteSource>(
+    cursor: &mut Cursor<B>,
+    start: u64,
+) -> Result<Result<Option<u64>, FrameError>, B::Error> {
+    let offset = |at: u64| usize::try_from(at).unwrap_or(usize::MAX);
+    let Some(magic) = cursor.take::<4>()? else {
+        return Ok(Ok(None));
     };
     let magic = u32::from_le_bytes(magic);
     if magic & SKIPPABLE_MAGIC_MASK == SKIPPABLE_MAGIC {
-        return Err(FrameError::SkippableFrame {
-            offset: start,
+        return Ok(Err(FrameError::SkippableFrame {
+            offset: offset(start),
             found: magic,
-        });
+        }));
     }
     if magic != FRAME_MAGIC {
-        return Err(FrameError::BadMagic {
-            offset: start,
+        return Ok(Err(FrameError::BadMagic {
+            offset: offset(start),
             found: magic,
-        });
+        }));
     }
 
     let descriptor_offset = cursor.pos;
-    let Some([descriptor]) = cursor.take::<1>() else {
-        return Ok(None);
+    let Some([descriptor]) = cursor.take::<1>()? else {
+        return Ok(Ok(None));
     };
     if descriptor & DESCRIPTOR_RESERVED_BITS != 0 {
-        return Err(FrameError::ReservedBits {
-            frame_start: start,
-            offset: descriptor_offset,
+        return Ok(Err(FrameError::ReservedBits {
+            frame_start: offset(start),
+            offset: offset(descriptor_offset),
             descriptor,
-        });
+        }));
     }
     let single_segment = descriptor & 0x20 != 0;
     let has_checksum = descriptor & 0x04 != 0;
     let dictionary_id_len = [0, 1, 2, 4][usize::from(descriptor & 0x03)];
     let content_size_len = match descriptor >> 6 {
-        0 => usize::from(single_segment),
+        0 => u64::from(single_segment),
         1 => 2,
         2 => 4,
         _ => 8,
     };
-    let window_descriptor_len = usize::from(!single_segment);
+    let window_descriptor_len = u64::from(!single_segment);
     if !cursor.skip(window_descriptor_len + dictionary_id_len + content_size_len) {
-        return Ok(None);
+        return Ok(Ok(None));
     }
 
     loop {
         let block_offset = cursor.pos;
-        let Some(header) = cursor.take::<3>() else {
-            return Ok(None);
+        let Some(header) = cursor.take::<3>()? else {
+            return Ok(Ok(None));
         };
         let header = u32::from_le_bytes([header[0], header[1], header[2], 0]);
         let is_last = header & 1 != 0;
-        let block_size = (header >> 3) as usize;
+        let block_size = u64::from(header >> 3);
         let payload_len = match (header >> 1) & 0x03 {
             // Raw and compressed blocks carry `block_size` bytes.
             0 | 2 => block_size,
             // An RLE block carries the one byte it repeats `block_size` times.
             1 => 1,
             _ => {
-                return Err(FrameError::ReservedBlockType {
-                    frame_start: start,
-                    offset: block_offset,
-                })
+                return Ok(Err(FrameError::ReservedBlockType {
+                    frame_start: offset(start),
+                    offset: offset(block_offset),
+                }))
             }
         };
         if !cursor.skip(payload_len) {
-            return Ok(None);
+            return Ok(Ok(None));
         }
         if is_last {
             break;
@@ -188,29 +290,32 @@ fn frame_end(bytes: &[u8], start: usize) -> Result<Option<usize>, FrameError> {
     }
 
     if has_checksum && !cursor.skip(4) {
-        return Ok(None);
+        return Ok(Ok(None));
     }
-    Ok(Some(cursor.pos))
+    Ok(Ok(Some(cursor.pos)))
 }
 
 /// A read position that reports running out of bytes instead of panicking.
-struct Cursor<'a> {
-    bytes: &'a [u8],
-    /// Invariant: `pos <= bytes.len()`.
-    pos: usize,
+struct Cursor<B> {
+    bytes: B,
+    /// Invariant: at most the source's length.
+    pos: u64,
 }
 
-impl Cursor<'_> {
+impl<B: ByteSource> Cursor<B> {
     /// Reads the next `N` bytes, or returns `None` (leaving the position alone) if fewer remain.
-    fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
-        let taken: [u8; N] = self.bytes.get(self.pos..)?.get(..N)?.try_into().ok()?;
-        self.pos += N;
-        Some(taken)
+    fn take<const N: usize>(&mut self) -> Result<Option<[u8; N]>, B::Error> {
+        let mut taken = [0; N];
+        if !self.bytes.read_at(self.pos, &mut taken)? {
+            return Ok(None);
+        }
+        self.pos += N as u64;
+        Ok(Some(taken))
     }
 
     /// Advances `n` bytes, or returns false if fewer remain.
-    fn skip(&mut self, n: usize) -> bool {
-        if self.bytes.len() - self.pos < n {
+    fn skip(&mut self, n: u64) -> bool {
+        if !self.bytes.has(self.pos, n) {
             return false;
         }
         self.pos += n;

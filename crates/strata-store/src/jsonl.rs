@@ -47,7 +47,12 @@ use crate::store::ensure_read_to_end;
 use crate::store::{
     Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream, StoredLog, TornInfo,
 };
-use crate::zstd::{recoverable_prefix, FrameCompressor, ZstdStream, DEFAULT_LEVEL};
+use crate::zstd::{recoverable_prefix, FrameCompressor, Framing, ZstdStream, DEFAULT_LEVEL};
+
+/// What a refusal of a zstd file in another framing than dsh's tells the user to do.
+pub(crate) const FOREIGN_FRAMING_HINT: &str = "a file compressed another way (by the `zstd` \
+    tool, say) is read by the reading commands but never appended to; `strata convert FILE \
+    jsonl-zstd:DIR` copies it into a store in dsh's framing";
 
 /// How a JSONL root stores its logs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -691,10 +696,21 @@ pub(crate) struct JsonlRows {
 }
 
 impl JsonlRows {
-    /// Opens `path` (raw, or zstd when `zstd`) and reads its header.
+    /// Opens `path` (raw, or zstd in dsh's framing when `zstd`) and reads its header.
     pub(crate) fn open(
         path: &Path,
         zstd: bool,
+        max_record_len: usize,
+    ) -> Result<JsonlRows, StoreError> {
+        JsonlRows::open_with(path, zstd, Framing::Dsh, max_record_len)
+    }
+
+    /// [`JsonlRows::open`] taking a zstd file's frames under `framing`: dsh's (the header line
+    /// alone in the first frame, as a writer needs it), or any.
+    pub(crate) fn open_with(
+        path: &Path,
+        zstd: bool,
+        framing: Framing,
         max_record_len: usize,
     ) -> Result<JsonlRows, StoreError> {
         let options = ReaderOptions {
@@ -708,20 +724,19 @@ impl JsonlRows {
             .map_err(|source| StoreError::io("stat", path, source))?
             .len();
         let source = if zstd {
-            let stream =
-                ZstdStream::new(file).map_err(|source| StoreError::io("decode", path, source))?;
+            let stream = ZstdStream::with_framing(file, framing)
+                .map_err(|source| StoreError::io("decode", path, source))?;
             let reader =
                 JsonlReader::new(stream, options).map_err(|error| zstd_error(path, None, error))?;
             let stream = reader.get_ref();
-            if stream.first_frame_plain_end() != Some(reader.header_end()) {
+            if framing == Framing::Dsh
+                && stream.first_frame_plain_end() != Some(reader.header_end())
+            {
                 if let Some(detail) = stream.failure() {
                     return Err(corrupt(path, detail.to_owned()));
                 }
-                return Err(StoreError::Corrupt {
-                    location: path.display().to_string(),
-                    line: Some(1),
-                    seq: None,
-                    detail: "the first zstd frame must hold exactly the header line".into(),
+                return Err(StoreError::ForeignFraming {
+                    path: path.to_path_buf(),
                 });
             }
             Source::Zstd(reader)
@@ -778,10 +793,21 @@ impl JsonlRows {
                 Some(frame) => Some(TornInfo {
                     offset: frame.start,
                     len: self.file_len.saturating_sub(frame.start),
-                    n_recovered: torn_frame_records(&self.path, frame.start)?
-                        .iter()
-                        .filter(|&&byte| byte == b'\n')
-                        .count(),
+                    n_recovered: match reader.get_ref().framing() {
+                        Framing::Dsh => torn_frame_records(&self.path, frame.start)?
+                            .iter()
+                            .filter(|&&byte| byte == b'\n')
+                            .count(),
+                        // The frame may be the whole file: count what the stream decoded of
+                        // it rather than decode it again into memory, leaving out the header
+                        // line when the frame holds its end.
+                        Framing::Any => {
+                            let header_in_frame = frame.plain_start < reader.header_end();
+                            let n_lines = reader.get_ref().torn_frame_lines();
+                            let n_events = n_lines.saturating_sub(u64::from(header_in_frame));
+                            usize::try_from(n_events).unwrap_or(usize::MAX)
+                        }
+                    },
                 }),
                 None => None,
             },
@@ -1454,8 +1480,10 @@ fn write_whole_log(
     Ok(written)
 }
 
-/// Whether a file holds a zstd artifact: it starts with the zstd frame magic (an empty or
-/// unreadable start is not zstd). dsh names such files `.zstd`; content decides, not the name.
+/// Whether a file holds a zstd artifact: it starts with the zstd frame magic, or a skippable
+/// frame's (as `pzstd` writes; only a read in any framing takes it). An empty or unreadable
+/// start is not zstd. dsh names such files `.zstd`, the `zstd` tool `.zst`; content decides,
+/// not the name.
 pub fn is_zstd_file(path: &Path) -> Result<bool, StoreError> {
     let mut file = File::open(path).map_err(|source| StoreError::io("open", path, source))?;
     let mut magic = [0_u8; 4];
@@ -1468,7 +1496,8 @@ pub fn is_zstd_file(path: &Path) -> Result<bool, StoreError> {
             Err(source) => return Err(StoreError::io("read", path, source)),
         }
     }
-    Ok(magic == [0x28, 0xB5, 0x2F, 0xFD])
+    let skippable = magic[0] & 0xF0 == 0x50 && magic[1..] == [0x2A, 0x4D, 0x18];
+    Ok(magic == [0x28, 0xB5, 0x2F, 0xFD] || skippable)
 }
 
 /// Streams a V3 JSONL log file outside any store, raw or zstd (told apart by content): the
@@ -1476,9 +1505,35 @@ pub fn is_zstd_file(path: &Path) -> Result<bool, StoreError> {
 /// reported with the core's rule); a torn tail is reported by
 /// [`LogStream::torn`] at the end, never returned. For tools that take a file path (`strata
 /// validate FILE`, `strata import FILE`).
+///
+/// A zstd file may be framed any way zstd allows (one frame for the whole log, as the `zstd`
+/// tool writes it, frames cut mid-record, skippable frames): this read writes nothing, so it
+/// does not need dsh's framing, which only a writer relies on. Memory stays bounded by the
+/// decoder's window and the longest record, whatever the file holds. A stream's torn tail is
+/// therefore a fact to report, not a place to cut the file: a writer opens the file through a
+/// store, which reads it in dsh's framing and refuses any other.
 pub fn scan_log(path: &Path) -> Result<LogStream<'static>, StoreError> {
     let zstd = is_zstd_file(path)?;
-    let mut rows = JsonlRows::open(path, zstd, DEFAULT_MAX_RECORD_LEN)?;
+    scan_log_with(path, zstd, Framing::Any)
+}
+
+/// [`scan_log`] for a writer that will append to the file: a zstd file must be in dsh's
+/// framing (the header line alone in the first frame, every frame ending on a line boundary),
+/// so that the stream's torn tail is a place to cut; another framing is refused
+/// ([`StoreError::ForeignFraming`] at the open, or a torn record in a complete frame as the
+/// stream reaches it).
+pub fn scan_log_for_writing(path: &Path) -> Result<LogStream<'static>, StoreError> {
+    let zstd = is_zstd_file(path)?;
+    scan_log_with(path, zstd, Framing::Dsh)
+}
+
+/// [`scan_log`] under `framing`.
+fn scan_log_with(
+    path: &Path,
+    zstd: bool,
+    framing: Framing,
+) -> Result<LogStream<'static>, StoreError> {
+    let mut rows = JsonlRows::open_with(path, zstd, framing, DEFAULT_MAX_RECORD_LEN)?;
     rows.decoder.check_seqs = false;
     Ok(rows.into_stream())
 }
@@ -1488,9 +1543,10 @@ pub fn read_log(path: &Path) -> Result<StoredLog, StoreError> {
     scan_log(path)?.collect_log()
 }
 
-/// Writes a session as a V3 JSONL file (zstd when the name ends in `.zstd`: one frame for the
-/// header, then frames of about 1 MiB of event lines), published durably and never over an
-/// existing file. The lines are byte-identical to what dsh writes for the same events.
+/// Writes a session as a V3 JSONL file (zstd when the name ends in `.zstd` or `.zst`, in dsh's
+/// framing: one frame for the header, then frames of about 1 MiB of event lines), published
+/// durably and never over an existing file. The lines are byte-identical to what dsh writes
+/// for the same events.
 pub fn write_log(
     path: &Path,
     header: &SessionHeader,
@@ -1498,7 +1554,7 @@ pub fn write_log(
 ) -> Result<(), StoreError> {
     let zstd = path
         .extension()
-        .is_some_and(|extension| extension == "zstd");
+        .is_some_and(|extension| extension == "zstd" || extension == "zst");
     let mut header_line = Vec::new();
     encode_header_line(header, &mut header_line)?;
     let mut compressor = if zstd {

@@ -37,7 +37,8 @@ pub use error::{AppendError, ForkError, LockHolder, StoreError};
 pub use frames::{scan_frames, FrameError, FrameScan, FrameSpan};
 pub use index::INDEX_FILE_NAME;
 pub use jsonl::{
-    is_zstd_file, read_log, scan_log, write_log, Compression, JsonlBackend, JsonlConfig,
+    is_zstd_file, read_log, scan_log, scan_log_for_writing, write_log, Compression, JsonlBackend,
+    JsonlConfig,
 };
 pub use layout::{
     decode_segment, encode_segment, parse_session_file_name, project_key, session_file_name,
@@ -76,6 +77,15 @@ pub mod fuzzing {
     pub use crate::decode_pool::decode_inline;
     pub use crate::index::{IndexIdentity, OffsetIndex, RecordPos};
     pub use crate::zstd::{decompress as decompress_frame, recoverable_prefix, reuse_decoders};
+
+    /// Reads a V3 log file as a store reads it, in dsh's zstd framing (the header line alone
+    /// in the first frame, every frame ending on a line boundary), where
+    /// [`read_log`](crate::read_log) takes any framing.
+    pub fn read_log_in_dsh_framing(
+        path: &std::path::Path,
+    ) -> Result<crate::StoredLog, crate::StoreError> {
+        crate::scan_log_for_writing(path)?.collect_log()
+    }
 }
 
 /// The README's Rust examples (the core's and the store's), compiled and run as doctests here:

@@ -14,13 +14,23 @@
 //!   otherwise it is corruption. A torn frame contributes what decoded before its bytes ran out
 //!   (or turned to garbage): the reader sees its complete records, then a torn fragment.
 //! - Memory is bounded by one compressed read buffer and the decoder's window: neither the file
-//!   nor a frame's plaintext is ever held whole, so a log written as one huge frame streams too.
+//!   nor a frame's plaintext is ever held whole, so a log written as one huge frame streams too,
+//!   and a decompression bomb costs time, not memory. The window is capped by the zstd
+//!   library's default limit (128 MiB): a frame that asks for more (`zstd --long=31`) does not
+//!   decode. A damaged frame is told from a torn one by walking its headers in the file.
 //! - A read never spans two frames, so the end of the first frame (the header) is known as soon
 //!   as its last byte is served.
+//!
+//! Framing: a store, and anything that will append to a file, reads it under dsh's framing
+//! ([`Framing::Dsh`]), which the rules above describe and a writer relies on (the torn-tail
+//! repair cuts at a frame start). A command that only reads a file takes any framing zstd
+//! allows ([`Framing::Any`]): one frame for the whole log (what the `zstd` tool writes),
+//! frames cut mid-record, skippable frames. The frames' plaintext is then one byte stream and
+//! only its end can be torn; memory stays bounded the same way.
 
 use std::cell::{Cell, RefCell};
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io::{self, Read};
 
 use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
 
@@ -28,6 +38,23 @@ use crate::frames::FrameError;
 
 /// Little-endian magic number that opens every zstd frame.
 const FRAME_MAGIC: u32 = 0xFD2F_B528;
+
+/// [`ZstdStream::first_frame_plain_end`] before the first frame has ended: no plaintext offset
+/// reaches it.
+const NOT_YET: u64 = u64::MAX;
+
+/// How a [`ZstdStream`] takes a file's frames (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Framing {
+    /// dsh's framing, which a writer relies on: every complete frame ends on a record
+    /// boundary, no skippable frames (the store also wants the header line alone in the first
+    /// frame).
+    #[default]
+    Dsh,
+    /// Any framing zstd allows: the frames' plaintext is one byte stream, skippable frames are
+    /// skipped. For reads that write nothing.
+    Any,
+}
 
 /// The compression level strata writes (dsh uses the library default, 3).
 pub const DEFAULT_LEVEL: i32 = 3;
@@ -137,10 +164,17 @@ pub struct ZstdStream {
     plain_offset: u64,
     eof: bool,
     decoder: StreamDecoder,
+    framing: Framing,
+    /// Where the skippable frame being skipped started, and how many of its bytes are still to
+    /// skip (none when 0). Not an `Option`: every byte here counts, since a reader of either
+    /// kind is sized by the larger.
+    skipping: (u64, u64),
+    /// `\n` bytes the current frame has produced so far.
+    frame_lines: u64,
     /// The frame being decoded: its compressed start, plaintext start and last plaintext byte.
     frame: Option<(u64, u64, Option<u8>)>,
-    n_frames: u64,
-    first_frame_plain_end: Option<u64>,
+    /// Plaintext length of the first frame once decoded to its end; [`NOT_YET`] before.
+    first_frame_plain_end: u64,
     torn: Option<TornFrame>,
     /// Corruption to report on the next read (after serving what came before it).
     failure: Option<String>,
@@ -148,8 +182,15 @@ pub struct ZstdStream {
 }
 
 impl ZstdStream {
-    /// Streams the plaintext of `file`, read from its current position (offset 0).
+    /// Streams the plaintext of `file` in dsh's framing, read from its current position
+    /// (offset 0).
     pub fn new(file: File) -> io::Result<ZstdStream> {
+        ZstdStream::with_framing(file, Framing::Dsh)
+    }
+
+    /// Streams the plaintext of `file` under `framing`, read from its current position
+    /// (offset 0).
+    pub fn with_framing(file: File, framing: Framing) -> io::Result<ZstdStream> {
         Ok(ZstdStream {
             file,
             input: vec![0; 256 * 1024],
@@ -159,9 +200,11 @@ impl ZstdStream {
             plain_offset: 0,
             eof: false,
             decoder: StreamDecoder::new()?,
+            framing,
+            skipping: (0, 0),
+            frame_lines: 0,
             frame: None,
-            n_frames: 0,
-            first_frame_plain_end: None,
+            first_frame_plain_end: NOT_YET,
             torn: None,
             failure: None,
             done: false,
@@ -175,7 +218,13 @@ impl ZstdStream {
 
     /// Plaintext length of the first frame, once it has been decoded to its end.
     pub fn first_frame_plain_end(&self) -> Option<u64> {
-        self.first_frame_plain_end
+        (self.first_frame_plain_end != NOT_YET).then_some(self.first_frame_plain_end)
+    }
+
+    /// How many `\n` the torn final frame decoded: the records it completed (once the stream
+    /// has ended inside it, see [`ZstdStream::torn`]).
+    pub fn torn_frame_lines(&self) -> u64 {
+        self.frame_lines
     }
 
     /// Compressed bytes decoded so far (for progress reports).
@@ -223,6 +272,11 @@ impl ZstdStream {
         }
     }
 
+    /// The framing the stream reads.
+    pub fn framing(&self) -> Framing {
+        self.framing
+    }
+
     /// The stream ends inside the frame starting at `start`.
     fn end_torn(&mut self, start: u64, plain_start: u64) {
         self.torn = Some(TornFrame { start, plain_start });
@@ -232,20 +286,47 @@ impl ZstdStream {
 
     /// A frame did not decode: torn if its bytes run out before its structural end (only the
     /// final frame can be), corruption otherwise.
+    ///
+    /// The frame's structure is walked from its headers alone, never read whole, so a damaged
+    /// frame of any size costs no more memory than a good one.
     fn decode_failed(&mut self, start: u64, plain_start: u64, error: &io::Error) -> io::Result<()> {
-        let mut rest = Vec::new();
-        self.file.seek(SeekFrom::Start(start))?;
-        self.file.read_to_end(&mut rest)?;
-        match crate::frames::scan_frames(&rest) {
-            Ok(scan) if scan.frames.is_empty() => {
+        match crate::frames::frame_end_in_file(&self.file, start)? {
+            Ok(None) => {
                 self.end_torn(start, plain_start);
                 Ok(())
             }
-            Ok(_) => Err(self.fail(format!(
+            Ok(Some(_)) => Err(self.fail(format!(
                 "zstd frame at offset {start} does not decompress: {error}"
             ))),
             Err(frame_error) => Err(self.fail(shift_offsets(&frame_error.to_string(), start))),
         }
+    }
+
+    /// Skips what remains of a skippable frame ([`Framing::Any`]); `false` when the file ends
+    /// inside it (a torn tail, the stream has ended).
+    fn skip_skippable(&mut self) -> io::Result<bool> {
+        while self.skipping.1 > 0 {
+            let (start, remaining) = self.skipping;
+            if self.in_pos == self.in_len && !self.refill()? {
+                let plain_start = self.plain_offset;
+                self.skipping = (0, 0);
+                self.end_torn(start, plain_start);
+                return Ok(false);
+            }
+            let available = (self.in_len - self.in_pos) as u64;
+            let step = remaining.min(available);
+            // `step` is at most the buffered bytes, a `usize`.
+            self.in_pos += usize::try_from(step).unwrap_or(0);
+            self.offset += step;
+            self.skipping = (start, remaining - step);
+        }
+        Ok(true)
+    }
+
+    /// Counts the `\n` of plaintext the current frame produced (the records a torn frame
+    /// completed).
+    fn count_lines(&mut self, plain: &[u8]) {
+        self.frame_lines += memchr::memchr_iter(b'\n', plain).count() as u64;
     }
 }
 
@@ -264,6 +345,9 @@ impl Read for ZstdStream {
         }
         let mut filled = 0;
         loop {
+            if self.skipping.1 > 0 && !self.skip_skippable()? {
+                return Ok(filled);
+            }
             let Some((start, plain_start, last_byte)) = self.frame else {
                 // Between frames: a new one must begin with the frame magic.
                 while self.in_len - self.in_pos < 4 {
@@ -285,23 +369,51 @@ impl Read for ZstdStream {
                     self.input[self.in_pos + 3],
                 ];
                 let magic = u32::from_le_bytes(magic_bytes);
+                let skippable = magic & 0xFFFF_FFF0 == 0x184D_2A50;
+                if skippable && self.framing == Framing::Any {
+                    // The magic, then the length of the user data to skip.
+                    while self.in_len - self.in_pos < 8 {
+                        if !self.refill()? {
+                            let (start, plain_start) = (self.offset, self.plain_offset);
+                            self.end_torn(start, plain_start);
+                            return Ok(filled);
+                        }
+                    }
+                    let at = self.in_pos + 4;
+                    let size = [
+                        self.input[at],
+                        self.input[at + 1],
+                        self.input[at + 2],
+                        self.input[at + 3],
+                    ];
+                    self.skipping = (self.offset, u64::from(u32::from_le_bytes(size)));
+                    self.in_pos += 8;
+                    self.offset += 8;
+                    continue;
+                }
                 if magic != FRAME_MAGIC {
                     let offset = usize::try_from(self.offset).unwrap_or(usize::MAX);
-                    let error = if magic & 0xFFFF_FFF0 == 0x184D_2A50 {
-                        FrameError::SkippableFrame {
+                    let detail = if skippable {
+                        let error = FrameError::SkippableFrame {
                             offset,
                             found: magic,
-                        }
+                        };
+                        format!(
+                            "{error}, which dsh's framing never writes ({})",
+                            crate::jsonl::FOREIGN_FRAMING_HINT
+                        )
                     } else {
-                        FrameError::BadMagic {
+                        let error = FrameError::BadMagic {
                             offset,
                             found: magic,
-                        }
+                        };
+                        error.to_string()
                     };
-                    return Err(self.fail(error.to_string()));
+                    return Err(self.fail(detail));
                 }
                 self.decoder.get()?.reinit()?;
                 self.frame = Some((self.offset, self.plain_offset, None));
+                self.frame_lines = 0;
                 continue;
             };
             if self.in_pos == self.in_len && !self.refill()? {
@@ -315,6 +427,7 @@ impl Read for ZstdStream {
                     .is_ok();
                 let produced = output.pos();
                 if flushed && produced > 0 {
+                    self.count_lines(&buf[filled..filled + produced]);
                     filled += produced;
                     self.plain_offset += produced as u64;
                     self.frame = Some((start, plain_start, buf.get(filled - 1).copied()));
@@ -332,6 +445,7 @@ impl Read for ZstdStream {
             let (consumed, produced) = (input.pos(), output.pos());
             self.in_pos += consumed;
             self.offset += consumed as u64;
+            self.count_lines(&buf[filled..filled + produced]);
             filled += produced;
             self.plain_offset += produced as u64;
             let last_byte = if produced > 0 {
@@ -350,13 +464,16 @@ impl Read for ZstdStream {
             if hint == 0 {
                 // The frame ended (checksum verified): it must end on a record boundary.
                 self.frame = None;
-                self.n_frames += 1;
-                if self.n_frames == 1 {
-                    self.first_frame_plain_end = Some(self.plain_offset);
+                self.frame_lines = 0;
+                if self.first_frame_plain_end == NOT_YET {
+                    self.first_frame_plain_end = self.plain_offset;
                 }
-                if last_byte.is_some_and(|byte| byte != b'\n') {
+                let mid_record = last_byte.is_some_and(|byte| byte != b'\n');
+                if mid_record && self.framing == Framing::Dsh {
                     let detail = format!(
-                        "complete zstd frame at offset {start} contains a torn JSONL record"
+                        "complete zstd frame at offset {start} contains a torn JSONL record: \
+                         corrupt, or not in dsh's framing ({})",
+                        crate::jsonl::FOREIGN_FRAMING_HINT
                     );
                     if filled == 0 {
                         return Err(self.fail(detail));
@@ -436,6 +553,9 @@ pub fn recoverable_prefix(plain: &[u8]) -> &[u8] {
         None => &[],
     }
 }
+
+#[cfg(test)]
+mod framing_tests;
 
 #[cfg(test)]
 mod tests {

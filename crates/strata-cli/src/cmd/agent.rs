@@ -16,13 +16,16 @@
 
 use std::fmt::Display;
 use std::io::{self, Write};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context};
 use strata_agent::agent::{
     new_id, Agent, AgentConfig, AutoCompaction, CallConfig, Clock, Observer, SystemClock,
 };
-use strata_agent::llm::{ChatModel, HttpChatModel, LlmConfig, ScriptedModel, StreamEvent};
+use strata_agent::llm::{
+    ChatModel, HttpChatModel, LlmConfig, RetryPolicy, ScriptedModel, StreamEvent,
+};
 use strata_agent::tools::{ToolSet, ToolsConfig, Workspace};
 use strata_compact::{CompactionConfig, Compactor, Pruner, PrunerConfig};
 use strata_core::{json, Event, EventType, HeaderSpec, SessionHeader};
@@ -47,39 +50,7 @@ pub(crate) fn build(args: &AgentArgs, observer: Arc<dyn Observer>) -> anyhow::Re
     };
     let workspace = Workspace::new(&workdir)
         .with_context(|| format!("use {} as the workspace", workdir.display()))?;
-    let (model, call, retry): (Arc<dyn ChatModel>, CallConfig, _) = match &args.model_script {
-        Some(file) => {
-            let text = std::fs::read_to_string(file)
-                .with_context(|| format!("read the model script {}", file.display()))?;
-            let model = ScriptedModel::from_json_str(&text)
-                .with_context(|| format!("model script {}", file.display()))?;
-            let name = args
-                .model
-                .clone()
-                .unwrap_or_else(|| LlmConfig::DEFAULT_MODEL.into());
-            let config = AgentConfig::new(CallConfig::new("scripted", name));
-            (Arc::new(model), config.call, config.retry)
-        }
-        None => {
-            let mut config = LlmConfig::from_env()?;
-            if let Some(model) = &args.model {
-                config.model.clone_from(model);
-            }
-            let provider = if config.base_url.contains("deepseek") {
-                "deepseek"
-            } else {
-                "openai-compatible"
-            };
-            let mut call = CallConfig::new(provider, config.model.clone());
-            // DeepSeek's chat and reasoner models take 128K tokens; other routes are unknown,
-            // which leaves automatic compaction off.
-            if config.model.starts_with("deepseek") {
-                call.context_window = Some(128_000);
-            }
-            let retry = config.retry_policy();
-            (Arc::new(HttpChatModel::new(config)?), call, retry)
-        }
-    };
+    let (model, call, retry) = chat_model(args.model_script.as_deref(), args.model.as_deref())?;
     let writer = match (&args.session, args.resume) {
         (Some(id), true) => resume(&store, id)?,
         (None, true) => {
@@ -122,6 +93,47 @@ pub(crate) fn build(args: &AgentArgs, observer: Arc<dyn Observer>) -> anyhow::Re
     Ok(Agent::new(writer, model, tools, workspace, config)
         .with_observer(observer)
         .with_hook(Arc::new(compaction)))
+}
+
+/// The chat model `--model-script FILE` and `--model NAME` describe, with the call settings
+/// and retry policy the agent uses: the scripted model replaying FILE, else the
+/// OpenAI-compatible client configured from the environment (`STRATA_BASE_URL`,
+/// `DEEPSEEK_API_KEY` or `STRATA_API_KEY`, `STRATA_MODEL`), `--model` overriding the model.
+/// One construction for `chat`, `run` and `compact`, so they call the same model the same way.
+pub(crate) fn chat_model(
+    model_script: Option<&Path>,
+    model: Option<&str>,
+) -> anyhow::Result<(Arc<dyn ChatModel>, CallConfig, RetryPolicy)> {
+    match model_script {
+        Some(file) => {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("read the model script {}", file.display()))?;
+            let scripted = ScriptedModel::from_json_str(&text)
+                .with_context(|| format!("model script {}", file.display()))?;
+            let name = model.unwrap_or(LlmConfig::DEFAULT_MODEL).to_owned();
+            let config = AgentConfig::new(CallConfig::new("scripted", name));
+            Ok((Arc::new(scripted), config.call, config.retry))
+        }
+        None => {
+            let mut config = LlmConfig::from_env()?;
+            if let Some(model) = model {
+                model.clone_into(&mut config.model);
+            }
+            let provider = if config.base_url.contains("deepseek") {
+                "deepseek"
+            } else {
+                "openai-compatible"
+            };
+            let mut call = CallConfig::new(provider, config.model.clone());
+            // DeepSeek's chat and reasoner models take 128K tokens; other routes are unknown,
+            // which leaves automatic compaction off.
+            if config.model.starts_with("deepseek") {
+                call.context_window = Some(128_000);
+            }
+            let retry = config.retry_policy();
+            Ok((Arc::new(HttpChatModel::new(config)?), call, retry))
+        }
+    }
 }
 
 /// Reopens a stored session for the agent (lazily, from its checkpoint when one is valid): the

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use strata_compact::{
     block_on, restore_resumed, resume_stream, ByteEstimator, CompactionConfig, CompactionOutcome,
     Compactor, ExtractiveSummarizer, IdGenerator, TokenEstimator as _, Trigger, WriterHost,
@@ -17,18 +17,18 @@ use strata_compact::{
 use strata_core::{SeedOptions, Seq, Session};
 use strata_store::SessionWriter;
 
+use super::compact_model::{ModelFlags, ModelSummarizer};
 use super::{load_for_view, report_load_error, Status};
 use crate::cli::Format;
 use crate::input::{resolve, resume_input, writable_session};
 use crate::output;
 
-pub(crate) fn run(file: &Path, offline: bool, dry_run: bool) -> anyhow::Result<Status> {
-    if !offline && !dry_run {
-        bail!(
-            "online summarization is not available from the command line yet; \
-             pass --offline for the extractive summary, or --dry-run"
-        );
-    }
+pub(crate) fn run(
+    file: &Path,
+    offline: bool,
+    dry_run: bool,
+    model: &ModelFlags,
+) -> anyhow::Result<Status> {
     let compactor = Compactor::new(CompactionConfig::default())?;
     if dry_run {
         let Some(session) = load_resumed(file)? else {
@@ -36,12 +36,24 @@ pub(crate) fn run(file: &Path, offline: bool, dry_run: bool) -> anyhow::Result<S
         };
         return dry_run_report(file, &session, &compactor, offline);
     }
+    // Without --offline the model summarizes (see `compact_model`); its configuration is
+    // checked before the session is opened for writing.
+    let mut summarizer = None;
+    if !offline {
+        summarizer = Some(ModelSummarizer::new(model)?);
+    }
     let writer = open_for_write(file)?;
     let before = writer.with_session(|session| compactor.measure(session));
     let mut host = WriterHost::new(&writer);
     let ids = IdGenerator::seeded(entropy()).next_ids();
-    let outcome = block_on(compactor.compact_now(&mut host, &ExtractiveSummarizer, &ids))
-        .with_context(|| format!("compacting {}", file.display()))?;
+    let outcome = match &mut summarizer {
+        Some(summarizer) => {
+            summarizer.set_session(writer.with_session(|session| session.id().to_owned()));
+            block_on(compactor.compact_now(&mut host, &*summarizer, &ids))
+        }
+        None => block_on(compactor.compact_now(&mut host, &ExtractiveSummarizer, &ids)),
+    }
+    .with_context(|| format!("compacting {}", file.display()))?;
     let after = writer.with_session(|session| compactor.measure(session));
     drop(host);
     writer

@@ -1,5 +1,5 @@
 //! `strata export ID -o FILE`: writes a stored session as a V3 JSONL log, zstd when FILE ends in
-//! `.zstd` (a header frame, then ~1 MiB frames). The log is validated as it streams out of the
+//! `.zstd` or `.zst` (dsh's framing: a header frame, then ~1 MiB frames). The log is validated as it streams out of the
 //! store; the lines written are byte-identical to what dsh writes for the same events, and only
 //! the stored events are written (not the end-seed marker a load adds). An existing FILE is
 //! never replaced; the file appears only complete (temp file, fsync, link).

@@ -3,8 +3,8 @@
 //! The child holds events `0..=SEQ` of the source, the inherited end-seed marker, and `forked`
 //! closers for a turn the cut left open ([`strata_core::fork_session`] with
 //! [`ForkMode::AnyPrefix`]), under a fresh id whose header names the source as its parent. With
-//! `-o OUT` the child is written as a V3 JSONL file (zstd when OUT ends in `.zstd`; an existing
-//! file is never replaced); otherwise it is created in the source's store ([`Store::fork`]),
+//! `-o OUT` the child is written as a V3 JSONL file (zstd when OUT ends in `.zstd` or `.zst`; an
+//! existing file is never replaced); otherwise it is created in the source's store ([`Store::fork`]),
 //! which a loose file does not have. A boundary that is not a stored seq is a usage error
 //! (exit 2) naming the seq and the rule.
 

@@ -3,6 +3,7 @@
 mod agent;
 mod chat;
 mod compact;
+mod compact_model;
 mod completions;
 mod convert;
 mod demo;
@@ -89,7 +90,17 @@ pub fn run(cli: Cli) -> anyhow::Result<Status> {
             file,
             offline,
             dry_run,
-        } => compact::run(&file, offline, dry_run),
+            model_script,
+            model,
+        } => compact::run(
+            &file,
+            offline,
+            dry_run,
+            &compact_model::ModelFlags {
+                model_script,
+                model,
+            },
+        ),
         Command::Prune { file, dry_run } => prune::run(&file, dry_run),
         Command::Tail {
             reference,

@@ -98,17 +98,6 @@ fn an_offline_compaction_appends_one_bracketed_batch_that_validates() {
 }
 
 #[test]
-fn online_compaction_without_a_model_is_a_usage_error() {
-    let (_dir, file) = stored_session(120);
-    strata()
-        .arg("compact")
-        .arg(&file)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("--offline"));
-}
-
-#[test]
 fn a_loose_file_can_be_planned_but_not_written() {
     let loose = tempfile::tempdir().expect("temp dir");
     let file = loose.path().join("copy.v3.jsonl");

@@ -21,7 +21,7 @@ pub struct NameHint {
     /// The generation a canonical name implies (`None` for other names, or a generation number
     /// strata does not know, which [`detect_generation`] refuses).
     pub generation: Option<u32>,
-    /// Whether the name ends in `.zstd`.
+    /// Whether the name ends in `.zstd` (dsh's) or `.zst` (the `zstd` tool's).
     pub zstd: bool,
 }
 
@@ -38,7 +38,7 @@ pub fn name_hint(path: &Path) -> NameHint {
         },
         None => NameHint {
             generation: None,
-            zstd: name.ends_with(".zstd"),
+            zstd: name.ends_with(".zstd") || name.ends_with(".zst"),
         },
     }
 }

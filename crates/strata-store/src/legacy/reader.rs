@@ -372,10 +372,13 @@ fn line_reader(path: &Path, zstd: bool, file: &str) -> Result<LegacyReader, Read
         },
     );
     let source: Box<dyn Read + Send> = if zstd {
-        Box::new(ZstdSource::new(buffered).map_err(|source| ReadError::Io {
-            file: file.to_owned(),
-            source,
-        })?)
+        // Older logs are only read (a migration writes a V3 copy beside them): any framing.
+        Box::new(
+            ZstdSource::any_framing(buffered).map_err(|source| ReadError::Io {
+                file: file.to_owned(),
+                source,
+            })?,
+        )
     } else {
         Box::new(buffered)
     };

@@ -13,19 +13,35 @@
 //! - Input ending inside a frame is a torn final frame: what it decoded has been served, reading
 //!   ends, and [`ZstdSource::is_torn`] says so (the line scanner then sees any unterminated
 //!   record as a torn tail).
+//!
+//! Those are dsh's framing rules ([`ZstdSource::new`]). An older log is only ever read (a
+//! migration writes a V3 copy beside it), so the reading commands take it in any framing zstd
+//! allows ([`ZstdSource::any_framing`]): frames may end mid-record and skippable frames are
+//! skipped, the frames' plaintext being one byte stream.
 
 use std::io::{self, BufRead, Read};
 
 use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
 
+use crate::zstd::Framing;
+
 const FRAME_MAGIC: [u8; 4] = 0xFD2F_B528_u32.to_le_bytes();
+
+/// Whether collected frame-start bytes open a skippable frame (magic `0x184D2A50..=0x184D2A5F`).
+fn is_skippable(start: &[u8]) -> bool {
+    start.len() >= 4 && start[0] & 0xF0 == 0x50 && start[1..4] == [0x2A, 0x4D, 0x18]
+}
 
 /// Decodes a zstd artifact frame by frame.
 pub struct ZstdSource<R> {
     inner: R,
     decoder: Decoder<'static>,
-    /// Bytes of the next frame's magic collected so far (a frame starts when all 4 match).
+    framing: Framing,
+    /// Bytes of the next frame's magic collected so far (a frame starts when all 4 match), and
+    /// of a skippable frame's length after its magic.
     magic: Vec<u8>,
+    /// Bytes of a skippable frame's data still to skip.
+    skip: u64,
     in_frame: bool,
     /// The last plaintext byte the current frame produced.
     last_byte: Option<u8>,
@@ -40,12 +56,23 @@ pub struct ZstdSource<R> {
 }
 
 impl<R: BufRead> ZstdSource<R> {
-    /// Reads the artifact from `inner`.
+    /// Reads the artifact from `inner`, in dsh's framing.
     pub fn new(inner: R) -> io::Result<ZstdSource<R>> {
+        ZstdSource::with_framing(inner, Framing::Dsh)
+    }
+
+    /// Reads the artifact from `inner` in any framing zstd allows (see the module docs).
+    pub fn any_framing(inner: R) -> io::Result<ZstdSource<R>> {
+        ZstdSource::with_framing(inner, Framing::Any)
+    }
+
+    fn with_framing(inner: R, framing: Framing) -> io::Result<ZstdSource<R>> {
         Ok(ZstdSource {
             inner,
             decoder: Decoder::new()?,
-            magic: Vec::with_capacity(4),
+            framing,
+            magic: Vec::with_capacity(8),
+            skip: 0,
             in_frame: false,
             last_byte: None,
             out: Vec::with_capacity(128 * 1024),
@@ -77,10 +104,33 @@ impl<R: BufRead> ZstdSource<R> {
                 Err(error) => return Err(error),
             };
             if input.is_empty() {
-                if self.in_frame || !self.magic.is_empty() {
+                if self.in_frame || !self.magic.is_empty() || self.skip > 0 {
                     self.torn = true;
                 }
                 return Ok(false);
+            }
+            if self.skip > 0 {
+                // Inside a skippable frame's data: drop it unread.
+                let take = usize::try_from(self.skip)
+                    .unwrap_or(usize::MAX)
+                    .min(input.len());
+                self.inner.consume(take);
+                self.offset += take as u64;
+                self.skip -= take as u64;
+                continue;
+            }
+            if !self.in_frame && self.framing == Framing::Any && is_skippable(&self.magic) {
+                // A skippable frame's magic: its 4-byte length follows.
+                let take = (8 - self.magic.len()).min(input.len());
+                self.magic.extend_from_slice(&input[..take]);
+                self.inner.consume(take);
+                self.offset += take as u64;
+                if self.magic.len() == 8 {
+                    let size = [self.magic[4], self.magic[5], self.magic[6], self.magic[7]];
+                    self.skip = u64::from(u32::from_le_bytes(size));
+                    self.magic.clear();
+                }
+                continue;
             }
             if !self.in_frame {
                 // Collect the 4-byte magic, then hand it to the decoder first.
@@ -89,7 +139,9 @@ impl<R: BufRead> ZstdSource<R> {
                 self.magic.extend_from_slice(&input[..take]);
                 self.inner.consume(take);
                 self.offset += take as u64;
-                if self.magic.len() < 4 {
+                if self.magic.len() < 4
+                    || (self.framing == Framing::Any && is_skippable(&self.magic))
+                {
                     continue;
                 }
                 if self.magic != FRAME_MAGIC {
@@ -130,7 +182,8 @@ impl<R: BufRead> ZstdSource<R> {
             }
             if hint == 0 {
                 self.in_frame = false;
-                if self.last_byte.is_some_and(|byte| byte != b'\n') {
+                let mid_record = self.last_byte.is_some_and(|byte| byte != b'\n');
+                if mid_record && self.framing == Framing::Dsh {
                     // Serve the complete records before the torn one, then fail.
                     self.failure = Some(format!(
                         "complete frame ending at offset {} contains a torn JSONL record",
