@@ -397,12 +397,20 @@ pub(crate) fn relate(
     event: &Event,
     facts: Option<&crate::relations::Facts>,
     skip_r39: bool,
+    older_humans: &[u64],
 ) -> Result<crate::relations::Change, AcceptError> {
     if context.generation != Generation::V3 || context.path == Path::Fold {
         return Ok(crate::relations::Change::default());
     }
     relations
-        .check(event, context.surface.nodes(), facts, header, skip_r39)
+        .check(
+            event,
+            context.surface.nodes(),
+            facts,
+            header,
+            skip_r39,
+            older_humans,
+        )
         .map_err(|error| locate_related(context, event, error))
 }
 

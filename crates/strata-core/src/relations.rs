@@ -7,6 +7,8 @@
 //! the log because upstream's rules look them up across the whole log: every `command/run`
 //! id (R33), every `retryId` and scheduled retry (R23–R26), every PTC sub-call (R28–R32), the
 //! seqs of human `user/message` events a title may cite (R37) and of command events (R35).
+//! A checkpoint leaves the human messages out ([`Relations::for_checkpoint`]): a resumed
+//! session lists those after it and reads an earlier one from its log.
 //!
 //! [`Relations::check`] judges one accepted-so-far event against the state without changing
 //! it and returns the [`Change`] to apply; [`Relations::apply`] commits it. While a batch is
@@ -212,8 +214,14 @@ pub struct Growing {
     pub retry_ids: HashSet<String>,
     /// Every scheduled retry by `(retryId, retry)` (R24–R26).
     pub scheduled: HashMap<(String, u64), Scheduled>,
-    /// Seqs of human `user/message` events, ascending (R37).
+    /// Seqs of human `user/message` events from [`Growing::human_users_from`] on, ascending
+    /// (R37).
     pub human_users: Vec<u64>,
+    /// The first seq [`Growing::human_users`] covers. A checkpoint leaves the list out (it
+    /// would hold one entry per user turn of the whole log, and a lazy resume would read them
+    /// all): a resumed session starts it at the checkpoint, and R37 asks the session's log
+    /// about an earlier seq (see [`Relations::check`]'s `older_humans`).
+    pub human_users_from: u64,
     /// The root of every PTC sub-call seen (R28, R29).
     pub ptc_roots: HashMap<String, String>,
     /// Every PTC start by sub-call id (R30–R32).
@@ -611,6 +619,7 @@ impl Relations {
         facts: Option<&Facts>,
         header: &crate::header::SessionHeader,
         skip_r39: bool,
+        older_humans: &[u64],
     ) -> Result<Change, AcceptError> {
         let mut change = Change::default();
         let tag = event.event_type.as_str();
@@ -1169,7 +1178,12 @@ impl Relations {
                 }
                 let cites_humans = seqs.into_iter().flatten().all(|cited| {
                     non_negative_safe_integer(cited).is_some_and(|at| {
-                        at < seq && self.growing.human_users.binary_search(&at).is_ok()
+                        at < seq
+                            && if at < self.growing.human_users_from {
+                                older_humans.contains(&at)
+                            } else {
+                                self.growing.human_users.binary_search(&at).is_ok()
+                            }
                     })
                 });
                 if !cites_humans {
@@ -1342,6 +1356,52 @@ impl Relations {
     /// Whether a compaction is open.
     pub(crate) fn compaction_open(&self) -> bool {
         self.bounded.compaction.is_some()
+    }
+
+    /// The state a checkpoint of the first `n_events` events keeps: all of it but the human
+    /// `user/message` seqs, which a session resumed from it looks up in its log (see
+    /// [`Growing::human_users_from`]). Full and lazy sessions over one log give equal ones.
+    pub(crate) fn for_checkpoint(&self, n_events: u64) -> Relations {
+        let g = &self.growing;
+        Relations {
+            bounded: self.bounded.clone(),
+            growing: Growing {
+                command_ids: g.command_ids.clone(),
+                command_seqs: g.command_seqs.clone(),
+                retry_ids: g.retry_ids.clone(),
+                scheduled: g.scheduled.clone(),
+                human_users: Vec::new(),
+                human_users_from: n_events,
+                ptc_roots: g.ptc_roots.clone(),
+                ptc_starts: g.ptc_starts.clone(),
+            },
+            journal: Vec::new(),
+            undo: Vec::new(),
+            without_head: self.without_head,
+        }
+    }
+
+    /// The seqs a `session/title` or `session/title-llm-request` cites below
+    /// [`Growing::human_users_from`] (what the session must look up for R37); empty for any
+    /// other event, and in a session that holds every seq.
+    pub(crate) fn older_cited(&self, event: &Event) -> Vec<u64> {
+        let from = self.growing.human_users_from;
+        if from == 0
+            || !matches!(
+                Judged::of(&event.event_type),
+                Judged::SessionTitle | Judged::SessionTitleLlmRequest
+            )
+        {
+            return Vec::new();
+        }
+        let data = facts::payload(event);
+        let Some(seqs) = field(&data, "messageSeqs").and_then(Value::as_array) else {
+            return Vec::new();
+        };
+        seqs.iter()
+            .filter_map(non_negative_safe_integer)
+            .filter(|at| *at < from)
+            .collect()
     }
 }
 
@@ -1725,6 +1785,7 @@ impl Relations {
             ("retryIds", Some(retry_ids)),
             ("scheduled", Some(scheduled.into())),
             ("humanUsers", Some(g.human_users.clone().into())),
+            ("humanUsersFrom", Some(g.human_users_from.into())),
             ("ptcRoots", Some(roots.into())),
             ("ptcStarts", Some(starts.into())),
         ])
@@ -1841,6 +1902,11 @@ impl Relations {
             retry_ids: strings(value.get("retryIds"))?.into_iter().collect(),
             scheduled,
             human_users: u64s(value.get("humanUsers"))?,
+            // A record from before the list was left out holds it whole.
+            human_users_from: match value.get("humanUsersFrom") {
+                None => 0,
+                Some(from) => from.as_u64()?,
+            },
             ptc_roots,
             ptc_starts,
         };

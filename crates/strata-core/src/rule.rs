@@ -139,6 +139,10 @@ rules! {
     HeaderInvalid => "header-invalid",
     /// §9.1: seed, header `isSeeded` and inherited count disagree. Upstream R54–R56 (docs/rules.md).
     SeedMismatch => "seed-mismatch",
+    /// A lazily resumed session could not read, from its event source, an event below its
+    /// checkpoint that a rule must look at (the seqs a title cites, R37): the event is not
+    /// decided (docs/rules.md, "Lazy sessions").
+    EventSourceFailed => "event-source-failed",
     /// v0/v1 only: a row upstream 0.1.0-rc.8 fails on with a JavaScript `TypeError` (a `null`
     /// row); reproduced with upstream's text because it decides which failure is reported.
     InternalTypeError => "internal-type-error",

@@ -623,6 +623,7 @@ impl Session {
         if self.surface_only {
             return Ok(Change::default());
         }
+        let older_humans = self.older_humans(context, event)?;
         relate(
             context,
             &self.relations,
@@ -630,7 +631,27 @@ impl Session {
             event,
             facts,
             skip_r39,
+            &older_humans,
         )
+    }
+
+    /// The seqs a title cites before the human messages the relational state lists (a
+    /// resumed session's: see `relations::Growing::human_users_from`) that are human
+    /// `user/message` events, read from the log (fetched from the event source when not
+    /// held), for R37. Titles are rare; other events read nothing.
+    fn older_humans(&self, context: &Context<'_>, event: &Event) -> Result<Vec<u64>, AcceptError> {
+        let cited = self.relations.older_cited(event);
+        let mut humans = Vec::with_capacity(cited.len());
+        for at in cited {
+            let seq = Seq::new(at).map_err(|error| source_failed(context, event, at, &error))?;
+            let found = self
+                .load_event(seq)
+                .map_err(|error| source_failed(context, event, at, &error))?;
+            if found.is_some_and(|cited| is_human_user(&cited)) {
+                humans.push(at);
+            }
+        }
+        Ok(humans)
     }
 
     fn append_plain_marker_if_needed(&mut self, time: i64) -> Result<(), AcceptError> {
@@ -1166,7 +1187,7 @@ impl Session {
             last_inherited_marker: self.last_inherited_marker,
             latest: self.latest.entries(),
             turn: self.turn_state(),
-            relations: Some(self.relations.clone()),
+            relations: Some(self.relations.for_checkpoint(self.log.len())),
         })
     }
 
@@ -1392,6 +1413,41 @@ pub struct BatchMark {
 impl EventLookup for Session {
     fn event(&self, seq: Seq) -> Option<&Event> {
         Session::event(self, seq).map(|event| event.as_ref())
+    }
+}
+
+/// Whether `event` is a human `user/message` (a title may cite it, R37): a `user/message` whose
+/// `source.kind` is `"user"`.
+fn is_human_user(event: &Event) -> bool {
+    event.event_type == EventType::UserMessage
+        && event
+            .data()
+            .get("source")
+            .and_then(|source| source.get("kind"))
+            .and_then(Value::as_str)
+            == Some("user")
+}
+
+/// A lazy session could not read the event at `at` that `event` cites: the append is refused
+/// as not decidable, naming the source's failure (nothing is changed).
+fn source_failed(
+    context: &Context<'_>,
+    event: &Event,
+    at: u64,
+    error: &dyn std::fmt::Display,
+) -> AcceptError {
+    let error = AcceptError::new(
+        Rule::EventSourceFailed,
+        format!(
+            "{} {} cites seq {at}, which the event source could not read: {error}",
+            event.event_type.as_str(),
+            event.seq.get()
+        ),
+    )
+    .at_seq(event.seq.get());
+    match context.path {
+        Path::Seed | Path::Restore => error.at_index(context.index),
+        Path::Append | Path::Fold | Path::Adopt => error,
     }
 }
 

@@ -142,6 +142,8 @@ impl Verifier {
                 &event,
                 facts.as_ref(),
                 false,
+                // A verifier holds every seq it judged (it never resumes).
+                &[],
             )?;
             self.relations.apply(change);
             (event, plan)

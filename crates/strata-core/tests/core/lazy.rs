@@ -497,3 +497,128 @@ fn lazy_resume_reports_tail_rejections_like_a_full_restore() {
     assert!(full.is_err());
     assert_same_outcome(&full, &lazy);
 }
+
+/// A source that serves only the rows the resume pins, then fails: what a store whose files
+/// went away after the open looks like.
+struct Failing {
+    rows: Vec<RawEvent>,
+    served: std::sync::Mutex<std::collections::BTreeSet<u64>>,
+    failing: std::sync::atomic::AtomicBool,
+}
+
+impl EventSource for Failing {
+    fn load(&self, seq: Seq) -> Result<RawEvent, SourceError> {
+        if self.failing.load(Ordering::Relaxed) {
+            return Err(SourceError::new(seq.get(), "the log is gone"));
+        }
+        if let Ok(mut served) = self.served.lock() {
+            served.insert(seq.get());
+        }
+        usize::try_from(seq.get())
+            .ok()
+            .and_then(|index| self.rows.get(index))
+            .cloned()
+            .ok_or_else(|| SourceError::new(seq.get(), "no such row"))
+    }
+}
+
+fn title(messages: &[u64]) -> Candidate {
+    Candidate::dynamic(
+        "session/title",
+        json!({"title": "t", "source": {"kind": "llm"}, "messageSeqs": messages}),
+        None,
+        None,
+    )
+}
+
+/// The seqs of `session`'s human `user/message` events, and of every other event.
+fn human_and_other_seqs(session: &Session) -> (Vec<u64>, Vec<u64>) {
+    let (humans, others): (Vec<_>, Vec<_>) = session.events().iter().partition(|event| {
+        *event.event_type() == EventType::UserMessage
+            && event.data()["source"]["kind"] == json!("user")
+    });
+    let seqs = |events: Vec<&Arc<strata_core::Event>>| -> Vec<u64> {
+        events.into_iter().map(|event| event.seq().get()).collect()
+    };
+    (seqs(humans), seqs(others))
+}
+
+// R37 on a resumed session: the checkpoint keeps no list of the human messages (it would
+// grow with every user turn, and a lazy resume would read it whole); a title citing seqs
+// below the checkpoint is decided from the log, exactly as a full session decides it.
+#[test]
+fn lazy_titles_cite_messages_below_the_checkpoint_as_a_full_session_decides() {
+    let generated = generate(&SynthConfig {
+        events: 2_000,
+        ..SynthConfig::default()
+    })
+    .unwrap();
+    let rows = generated.to_raw_events();
+    let header = generated.header().clone();
+    let checkpoint = prefix_checkpoint(&header, &rows, true).expect("a valid live log");
+    let relations = checkpoint.relations.as_ref().expect("relational state");
+    assert!(relations.growing.human_users.is_empty(), "left out");
+    assert_eq!(relations.growing.human_users_from, rows.len() as u64);
+    let mut full = restore(&header, &rows, None, true).unwrap();
+    let (humans, others) = human_and_other_seqs(&full);
+    assert!(humans.len() > 10, "the synthetic log has human messages");
+    let mut lazy = resume(&header, checkpoint, &rows, None, true).unwrap();
+    assert!(lazy.is_lazy());
+    let below: Vec<u64> = humans.iter().copied().take(3).collect();
+    let candidates = vec![
+        title(&below),
+        title(&[others[1]]),
+        title(&[below[0], others[2]]),
+        title(&[humans[humans.len() - 1], below[1]]),
+        title(&[u64::MAX]),
+    ];
+    assert_same_decisions(&mut full, &mut lazy, candidates);
+    // And the checkpoint after them is the same again.
+    assert_eq!(full.checkpoint(), lazy.checkpoint());
+}
+
+// A resumed session whose source fails cannot decide such a title: it refuses it under its
+// own rule, naming the failure, and changes nothing.
+#[test]
+fn a_lazy_title_the_source_cannot_check_is_refused_and_changes_nothing() {
+    let generated = generate(&SynthConfig {
+        events: 600,
+        ..SynthConfig::default()
+    })
+    .unwrap();
+    let rows = generated.to_raw_events();
+    let header = generated.header().clone();
+    let checkpoint = prefix_checkpoint(&header, &rows, true).expect("a valid live log");
+    let (humans, _) = human_and_other_seqs(&generated);
+    let source = Arc::new(Failing {
+        rows: rows.clone(),
+        served: Default::default(),
+        failing: Default::default(),
+    });
+    let n_covered = usize::try_from(checkpoint.n_events).unwrap();
+    let mut lazy = Session::resume(
+        header,
+        checkpoint,
+        rows[n_covered..].to_vec(),
+        source.clone(),
+        options(true),
+    )
+    .unwrap();
+    let pinned = source.served.lock().unwrap().clone();
+    let cited = *humans
+        .iter()
+        .find(|seq| !pinned.contains(seq))
+        .expect("a human message the resume did not pin");
+    source.failing.store(true, Ordering::Relaxed);
+    let before = lazy.len();
+    let refused = lazy.append(title(&[cited]), 5_000).unwrap_err();
+    assert_eq!(refused.rule, strata_core::Rule::EventSourceFailed);
+    assert!(
+        refused.message.contains(&format!("cites seq {cited}")) && refused.message.contains("gone"),
+        "{}",
+        refused.message
+    );
+    assert_eq!(lazy.len(), before, "nothing appended");
+    source.failing.store(false, Ordering::Relaxed);
+    lazy.append(title(&[cited]), 5_001).unwrap();
+}
