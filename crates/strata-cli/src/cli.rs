@@ -46,6 +46,8 @@ pub enum Command {
         files: Vec<PathBuf>,
         #[command(flatten)]
         format: Format,
+        #[command(flatten)]
+        store: LogStoreArg,
     },
     /// Summarize a session log: header, generation, counts by type, turns and steps, surface
     /// size, shadowed events, every replacement with what it shadowed, token usage, file size.
@@ -58,6 +60,8 @@ pub enum Command {
         file: PathBuf,
         #[command(flatten)]
         format: Format,
+        #[command(flatten)]
+        store: LogStoreArg,
     },
     /// Show the surface: the events the model sees, in order, and every replacement.
     ///
@@ -67,6 +71,8 @@ pub enum Command {
         file: PathBuf,
         #[command(flatten)]
         format: Format,
+        #[command(flatten)]
+        store: LogStoreArg,
     },
     /// Print the derived messages: what the next model request would send.
     ///
@@ -89,6 +95,8 @@ pub enum Command {
         at: Option<u64>,
         #[command(flatten)]
         format: Format,
+        #[command(flatten)]
+        store: LogStoreArg,
     },
     /// Write a self-contained HTML report of a session: a timeline of every event by turn and
     /// step (of the newest 100,000 on a longer log), surface nodes vs shadowed events, each
@@ -106,6 +114,8 @@ pub enum Command {
         /// alone and the command fails).
         #[arg(long)]
         force: bool,
+        #[command(flatten)]
+        store: LogStoreArg,
     },
     /// Close a turn (and a compaction bracket) left open by a crash, durably, with the
     /// closers a resume would append.
@@ -124,6 +134,8 @@ pub enum Command {
         dry_run: bool,
         #[command(flatten)]
         format: Format,
+        #[command(flatten)]
+        store: LogStoreArg,
     },
     /// Fork a session at a seq: a new log holding the prefix up to SEQ (an open turn closed
     /// with `forked` closers).
@@ -147,6 +159,8 @@ pub enum Command {
         output: Option<PathBuf>,
         #[command(flatten)]
         format: Format,
+        #[command(flatten)]
+        store: LogStoreArg,
     },
     /// Replace the oldest history with a checkpoint summary, keeping the newest unit
     /// verbatim; the shadowed events stay in the log.
@@ -167,6 +181,8 @@ pub enum Command {
         /// Print what would be shadowed and the token counts before and after; write nothing.
         #[arg(long)]
         dry_run: bool,
+        #[command(flatten)]
+        store: LogStoreArg,
     },
     /// Show which tool results over 8,192 code points an agent's pre-step would middle-elide;
     /// a finished session is never rewritten.
@@ -186,6 +202,8 @@ pub enum Command {
         /// Print what would be rewritten and the token counts before and after; write nothing.
         #[arg(long)]
         dry_run: bool,
+        #[command(flatten)]
+        store: LogStoreArg,
     },
     /// Migrate an older dsh log (v0, v1, v2) to V3: writes `session.v3.jsonl[.zstd]` beside it.
     ///
@@ -203,6 +221,8 @@ pub enum Command {
         file: PathBuf,
         #[command(flatten)]
         format: Format,
+        #[command(flatten)]
+        store: LogStoreArg,
     },
     /// List the sessions of a store, newest first (read from headers only).
     ///
@@ -352,6 +372,36 @@ impl Command {
             | Command::Completions { .. } => false,
         }
     }
+}
+
+impl Command {
+    /// The `--store` of a command that takes a LOG: where a bare session id is looked up.
+    pub fn log_store_flag(&self) -> Option<&str> {
+        match self {
+            Command::Validate { store, .. }
+            | Command::Inspect { store, .. }
+            | Command::Surface { store, .. }
+            | Command::Messages { store, .. }
+            | Command::Report { store, .. }
+            | Command::Repair { store, .. }
+            | Command::Fork { store, .. }
+            | Command::Compact { store, .. }
+            | Command::Prune { store, .. }
+            | Command::Migrate { store, .. } => store.store.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// The `--store` flag of the commands that take a LOG.
+#[derive(Debug, Args, Clone)]
+pub struct LogStoreArg {
+    /// Where a bare session id (or, in dsh's folder, a unique id prefix) is looked up: `dsh`
+    /// (dsh's own folder, $DSH_HOME/sessions, else ~/.dsh/sessions), `dsh:HOME`, a SQLite file,
+    /// `jsonl:DIR`, `jsonl-zstd:DIR` or a `postgres://` address (default: $STRATA_STORE, else
+    /// $STRATA_DATABASE_URL, else the embedded SQLite store).
+    #[arg(long, value_name = "STORE")]
+    pub store: Option<String>,
 }
 
 /// The `--store` flag of the store commands.

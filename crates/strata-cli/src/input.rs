@@ -6,26 +6,34 @@
 //! 2. `sqlite://PATH#ID` is session `ID` in the SQLite store at `PATH`, and
 //!    `postgres://…#ID` (or `postgresql://…#ID`) session `ID` in that PostgreSQL store (neither
 //!    is created here);
-//! 3. an argument that looks like a path (a `/`, or a `.jsonl`/`.zstd` name) is a missing file;
-//! 4. anything else is a session id in the default store (`--store`, else `$STRATA_STORE`, else
-//!    `$STRATA_DATABASE_URL`, else the embedded SQLite store).
+//! 3. `dsh#ID` (or `dsh:HOME#ID`) is the session in dsh's own folder whose id is, or alone starts
+//!    with, `ID` ([`strata_store::DshRoot`]: `$DSH_HOME/sessions`, else `~/.dsh/sessions`); it
+//!    resolves to that session's current log file, so everything after treats it as a file;
+//! 4. an argument that looks like a path (a `/`, or a `.jsonl`/`.zstd` name) is a missing file;
+//! 5. anything else is a session id in the default store (`--store`, else `$STRATA_STORE`, else
+//!    `$STRATA_DATABASE_URL`, else the embedded SQLite store); when that store is `dsh` or
+//!    `dsh:HOME`, an id or unique id prefix there, as in 3.
 //!
 //! Loading streams rows from the file or store straight into the core's restore (no second copy
 //! of the log), with a progress bar on a terminal when it takes long. Every failure is a
 //! [`LoadError`] saying whether the input was invalid (exit 1) or could not be read (exit 2),
 //! with file, line and seq.
 //!
-//! Commands that write ([`writable_session`]: repair, fork, compact, prune) need the session's
-//! store: a stored session, or a file that sits in a JSONL store layout
-//! (`ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]`), found from its name and header alone.
+//! Commands that write ([`writable_session`]: repair, fork, compact) open the session through
+//! a store: a stored session; a file that sits in a JSONL store layout
+//! (`ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]`), found from its name and header alone — in
+//! dsh's folder without strata's sidecars, so only what dsh writes is written there; or, for
+//! repair and compact, a loose file as a store of its one session ([`strata_store::LooseFile`]).
+//! An older generation's file is never appended to: `strata migrate` publishes its successor.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use strata_core::{Generation, SeedOptions, Session};
 use strata_store::{
-    legacy, parse_session_file_name, restore_stream, scan_log, CodecError, Compression,
-    JsonlBackend, JsonlConfig, LogStream, PostgresBackend, PostgresConfig, Store, StoreError,
+    legacy, parse_session_file_name, restore_stream, scan_log, CodecError, Compression, DshRoot,
+    JsonlBackend, JsonlConfig, LogStream, LooseFile, PostgresBackend, PostgresConfig, Store,
+    StoreError,
 };
 
 use crate::progress::{self, Progress};
@@ -117,6 +125,16 @@ pub fn open_store(spec: Option<&str>) -> anyhow::Result<Store> {
     let Some(spec) = store_spec(spec) else {
         return Store::open_default().context("open the default store");
     };
+    if let Some(root) = dsh_root(&spec) {
+        let root = root?;
+        anyhow::bail!(
+            "{}: dsh's own folder is not a store this command uses: list it with \
+             `strata sessions --store {spec}`, and name one of its sessions as `dsh#ID` (an id \
+             or a unique prefix) to the commands that take a LOG; strata creates no sessions \
+             there except forks",
+            root.describe()
+        );
+    }
     if is_postgres(&spec) {
         return Ok(Store::new(open_postgres(&spec, true)?));
     }
@@ -133,13 +151,57 @@ pub fn open_store(spec: Option<&str>) -> anyhow::Result<Store> {
     Store::sqlite(Path::new(path)).with_context(|| format!("open the store {path}"))
 }
 
+/// The `--store` of a command that takes a LOG, set once from the command line before the
+/// command runs: where a bare session id is looked up, like `$STRATA_STORE`, which it overrides.
+static LOG_STORE_FLAG: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Records the `--store` flag of a LOG-taking command (see [`store_spec`]); only the first call
+/// counts.
+pub fn set_log_store_flag(flag: Option<&str>) {
+    if let Some(flag) = flag {
+        let _ = LOG_STORE_FLAG.set(flag.to_owned());
+    }
+}
+
 /// The store the command line names: `--store`, else `$STRATA_STORE`, else
 /// `$STRATA_DATABASE_URL`; `None` means the default SQLite store.
 pub fn store_spec(flag: Option<&str>) -> Option<String> {
     let env = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
     flag.map(str::to_owned)
+        .or_else(|| LOG_STORE_FLAG.get().cloned())
         .or_else(|| env("STRATA_STORE"))
         .or_else(|| env("STRATA_DATABASE_URL"))
+}
+
+/// dsh's own folder when `spec` names it: `dsh` is `$DSH_HOME` (else `~/.dsh`), `dsh:HOME`
+/// the dsh home `HOME` (the folder holding `sessions/`); `None` for any other store.
+pub fn dsh_root(spec: &str) -> Option<anyhow::Result<DshRoot>> {
+    if spec == "dsh" {
+        return Some(DshRoot::from_env().map_err(anyhow::Error::new));
+    }
+    let home = spec.strip_prefix("dsh:")?;
+    if home.is_empty() {
+        return Some(Err(anyhow::anyhow!(
+            "dsh: names no folder; use `dsh` for $DSH_HOME or `dsh:HOME`"
+        )));
+    }
+    Some(Ok(DshRoot::at_home(home)))
+}
+
+/// The current log of the session `query` (an id or a unique id prefix) in dsh's folder.
+fn resolve_dsh(root: anyhow::Result<DshRoot>, query: &str) -> Result<Input, LoadError> {
+    let root = root.map_err(LoadError::Io)?;
+    if !root.sessions_dir().is_dir() {
+        return Err(LoadError::Io(anyhow::anyhow!(
+            "{query}: no dsh sessions folder at {} (`dsh:HOME` names a dsh home, the folder \
+             holding sessions/; `dsh` is $DSH_HOME, else ~/.dsh)",
+            root.sessions_dir().display()
+        )));
+    }
+    let session = root
+        .find(query)
+        .map_err(|error| LoadError::Io(anyhow::Error::new(error)))?;
+    Ok(Input::File(session.file))
 }
 
 /// Whether a store spec is a PostgreSQL address.
@@ -191,6 +253,11 @@ pub fn resolve(arg: &Path, store: Option<&str>) -> Result<Input, LoadError> {
             label: text.to_owned(),
         });
     }
+    if let Some((spec, query)) = text.split_once('#') {
+        if let Some(root) = dsh_root(spec) {
+            return resolve_dsh(root, query);
+        }
+    }
     if is_postgres(text) {
         let (url, id) = postgres_reference(text).map_err(LoadError::Io)?;
         let backend = open_postgres(url, false).map_err(LoadError::Io)?;
@@ -210,6 +277,9 @@ pub fn resolve(arg: &Path, store: Option<&str>) -> Result<Input, LoadError> {
             "cannot open {}: no such file",
             arg.display()
         )));
+    }
+    if let Some(root) = store_spec(store).as_deref().and_then(dsh_root) {
+        return resolve_dsh(root, text);
     }
     let explicit = store_spec(store).is_some();
     if !explicit {
@@ -450,15 +520,18 @@ pub(crate) struct WritableSession {
     pub id: String,
     /// How the command line named it, for messages.
     pub label: String,
-    /// The JSONL store layout the named file sits in (`None` for a stored session).
+    /// The JSONL store layout the named file sits in (`None` for a stored session or a loose
+    /// file).
     pub layout: Option<JsonlBackend>,
 }
 
 /// Resolves `arg` to a session in a store: a stored session (`sqlite://PATH#ID`, a PostgreSQL
-/// reference or an id in the default store), or a file inside a JSONL store layout
-/// (`ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]`). A loose file is refused, with `hint`
-/// saying what works instead.
-pub(crate) fn writable_session(arg: &Path, hint: &str) -> anyhow::Result<WritableSession> {
+/// reference or an id in the default store), a file inside a JSONL store layout
+/// (`ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]`; in dsh's folder, or named as `dsh#ID`,
+/// without strata's sidecars), or — when `loose` is `Loose::Maintain` — a loose V3 file as the
+/// store of its one session. A loose file is otherwise refused with the hint `Loose::Refuse`
+/// carries, and an older generation's file always, pointing at `strata migrate`.
+pub(crate) fn writable_session(arg: &Path, loose: Loose<'_>) -> anyhow::Result<WritableSession> {
     match resolve(arg, None) {
         Ok(Input::Stored { store, id, label }) => Ok(WritableSession {
             store,
@@ -467,13 +540,36 @@ pub(crate) fn writable_session(arg: &Path, hint: &str) -> anyhow::Result<Writabl
             layout: None,
         }),
         Ok(Input::File(file)) => {
-            let (backend, id) = store_of_file(&file, hint)?;
-            Ok(WritableSession {
-                store: Store::new(backend.clone()),
-                id,
-                label: file.display().to_string(),
-                layout: Some(backend),
-            })
+            refuse_older_generation(&file)?;
+            let label = file.display().to_string();
+            let dsh = in_dsh_folder(arg, &file);
+            match (store_of_file(&file, !dsh), loose) {
+                (Ok((backend, id)), _) => Ok(WritableSession {
+                    store: Store::new(backend.clone()),
+                    id,
+                    label,
+                    layout: Some(backend),
+                }),
+                (Err(error), _) if dsh => Err(anyhow::anyhow!(
+                    "{error:#}\n(a log in dsh's folder is written only where dsh looks for it)"
+                )),
+                (Err(_), Loose::Maintain) => {
+                    let backend =
+                        LooseFile::open(&file).with_context(|| format!("opening {label}"))?;
+                    let id = backend
+                        .session_id()
+                        .with_context(|| format!("reading {label}"))?;
+                    Ok(WritableSession {
+                        store: Store::new(backend),
+                        id,
+                        label,
+                        layout: None,
+                    })
+                }
+                (Err(error), Loose::Refuse(hint)) => {
+                    Err(anyhow::anyhow!("{error:#}\nhint: {hint}"))
+                }
+            }
         }
         Err(LoadError::Io(error)) => Err(error),
         Err(LoadError::Invalid(rejection)) => {
@@ -482,13 +578,53 @@ pub(crate) fn writable_session(arg: &Path, hint: &str) -> anyhow::Result<Writabl
     }
 }
 
+/// Whether a writing command maintains a loose file in place or refuses it.
+#[derive(Clone, Copy)]
+pub(crate) enum Loose<'a> {
+    /// Append to the file under its own lock ([`LooseFile`]).
+    Maintain,
+    /// Refuse, with this hint saying what works instead.
+    Refuse(&'a str),
+}
+
+/// Whether a file to be written lies in dsh's own folder: named as `dsh#ID` or through a
+/// `dsh` store, or a path inside `$DSH_HOME/sessions` (else `~/.dsh/sessions`).
+fn in_dsh_folder(arg: &Path, file: &Path) -> bool {
+    if arg != file {
+        // Resolved through dsh's folder (a file argument resolves to itself).
+        return true;
+    }
+    DshRoot::from_env().is_ok_and(|root| root.contains(file))
+}
+
+/// Refuses a v0, v1 or v2 file: its generation is not appended to (strata writes V3 only);
+/// `strata migrate` publishes a V3 successor beside it, which dsh opens instead.
+pub(crate) fn refuse_older_generation(file: &Path) -> anyhow::Result<()> {
+    if !file.is_file() {
+        return Ok(());
+    }
+    if let Ok((generation, _)) = legacy::sniff(file) {
+        if generation != Generation::V3 {
+            anyhow::bail!(
+                "{}: a {} log is not appended to (strata writes V3 only); run `strata migrate {}` \
+                 first: it publishes session.v3.jsonl[.zstd] beside it, untouched, which dsh \
+                 and strata then open",
+                file.display(),
+                legacy::generation_name(generation),
+                file.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The JSONL store a log file sits in, and its session id: the file must be the session file
 /// of the directory its header's id and cwd map to, under a root two levels up.
-fn store_of_file(file: &Path, hint: &str) -> anyhow::Result<(JsonlBackend, String)> {
+/// `sidecars` keeps strata's lazy-resume sidecars beside the log (off in dsh's folder).
+fn store_of_file(file: &Path, sidecars: bool) -> anyhow::Result<(JsonlBackend, String)> {
     let not_in_layout = |why: &str| {
         anyhow::anyhow!(
-            "{}: not in a session store layout (ROOT/--PROJECT--/ID/session.v3.jsonl): {why}\n\
-             hint: {hint}",
+            "{}: not in a session store layout (ROOT/--PROJECT--/ID/session.v3.jsonl): {why}",
             file.display()
         )
     };
@@ -527,7 +663,12 @@ fn store_of_file(file: &Path, hint: &str) -> anyhow::Result<(JsonlBackend, Strin
     } else {
         Compression::None
     };
-    let backend = JsonlBackend::new(JsonlConfig::new(root, compression));
+    let config = JsonlConfig::new(root, compression);
+    let backend = JsonlBackend::new(if sidecars {
+        config
+    } else {
+        config.without_sidecars()
+    });
     let expected = backend
         .session_dir(header.cwd(), &id)
         .with_context(|| format!("{}: session id {id:?}", file.display()))?;

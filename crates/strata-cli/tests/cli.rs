@@ -266,3 +266,7 @@ mod sample;
 // Failures under `--json` are JSON on stdout too (issue 22).
 #[path = "cli/json_errors.rs"]
 mod json_errors;
+
+// dsh's own session folder as a store (issue 27 item 1).
+#[path = "cli/dsh.rs"]
+mod dsh;

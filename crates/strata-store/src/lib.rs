@@ -50,7 +50,7 @@ pub use layout::{
 pub use lines::{
     Fragment, LineError, LineScanner, LineScannerConfig, Record, DEFAULT_MAX_RECORD_LEN,
 };
-pub use lock::LOCK_FILE_NAME;
+pub use lock::{SessionLock, LOCK_FILE_NAME};
 pub use loose::{lock_path_for, LooseFile};
 pub use memory::MemoryBackend;
 pub use postgres::{

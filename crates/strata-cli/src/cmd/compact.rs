@@ -4,7 +4,9 @@
 //! needs no open turn. `--dry-run` reads the file, resumes it in memory (crash closers
 //! included) and prints what would be shadowed and the token counts before and after;
 //! otherwise the session is opened for writing through its store (taking the writer lock
-//! and closing a crashed turn durably) and the compaction batch is appended durably.
+//! and closing a crashed turn durably) and the compaction batch is appended durably, and the
+//! seqs appended are reported. A loose file is its own store (`strata_store::LooseFile`); an
+//! older generation's file is refused, pointing at `strata migrate`.
 
 use std::path::Path;
 
@@ -19,7 +21,7 @@ use strata_store::SessionWriter;
 
 use super::{load_for_view, report_load_error, Status};
 use crate::cli::Format;
-use crate::input::{resolve, resume_input, writable_session};
+use crate::input::{resolve, resume_input, writable_session, Loose};
 use crate::output;
 
 pub(crate) fn run(file: &Path, offline: bool, dry_run: bool) -> anyhow::Result<Status> {
@@ -37,16 +39,23 @@ pub(crate) fn run(file: &Path, offline: bool, dry_run: bool) -> anyhow::Result<S
         return dry_run_report(file, &session, &compactor, offline);
     }
     let writer = open_for_write(file)?;
+    // The first seq this run writes: the closers and marker the open appended, then the batch.
+    let first_new = writer
+        .added_on_open()
+        .first()
+        .map_or_else(|| writer.durable_len(), |event| event.seq().get());
     let before = writer.with_session(|session| compactor.measure(session));
     let mut host = WriterHost::new(&writer);
     let ids = IdGenerator::seeded(entropy()).next_ids();
     let outcome = block_on(compactor.compact_now(&mut host, &ExtractiveSummarizer, &ids))
         .with_context(|| format!("compacting {}", file.display()))?;
     let after = writer.with_session(|session| compactor.measure(session));
+    let end = writer.durable_len();
     drop(host);
     writer
         .close()
         .with_context(|| format!("closing {}", file.display()))?;
+    report_appended(file, first_new, end)?;
     match outcome {
         None => {
             output::line(&output::visible(&format!(
@@ -80,6 +89,20 @@ pub(crate) fn run(file: &Path, offline: bool, dry_run: bool) -> anyhow::Result<S
             Ok(Status::Invalid)
         }
     }
+}
+
+/// Says which seqs the run appended (`first..end`, half-open), or that it wrote nothing.
+fn report_appended(file: &Path, first: u64, end: u64) -> anyhow::Result<()> {
+    let text = match end.checked_sub(first) {
+        Some(0) | None => format!("{}: appended nothing", file.display()),
+        Some(1) => format!("{}: appended seq {first}", file.display()),
+        Some(n) => format!(
+            "{}: appended seqs {first}..={} ({n} events)",
+            file.display(),
+            end - 1
+        ),
+    };
+    output::line(&output::visible(&text))
 }
 
 fn dry_run_report(
@@ -188,10 +211,10 @@ pub(crate) fn load_resumed(file: &Path) -> anyhow::Result<Option<Session>> {
 }
 
 /// Opens the session `arg` names for writing (taking the writer lock; a crashed turn is
-/// closed durably): a stored session (`sqlite://PATH#ID` or an id in the default store), or
-/// a file inside a JSONL store layout (`ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]`).
+/// closed durably): a stored session (`sqlite://PATH#ID` or an id in the default store), a
+/// file inside a JSONL store layout or dsh's folder, or a loose V3 file, appended in place.
 pub(crate) fn open_for_write(arg: &Path) -> anyhow::Result<SessionWriter> {
-    let session = writable_session(arg, "only --dry-run works on a loose file")?;
+    let session = writable_session(arg, Loose::Maintain)?;
     session
         .store
         .open_write(&session.id)

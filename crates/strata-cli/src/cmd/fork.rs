@@ -20,7 +20,7 @@ use strata_store::{legacy, session_file_name, write_log, ForkError, Store};
 use super::{load_for_view, Status};
 use crate::cli::Format;
 use crate::input::{load_input, resolve, store_failure, LoadError};
-use crate::input::{writable_session, WritableSession};
+use crate::input::{writable_session, Loose, WritableSession};
 use crate::output;
 
 /// Forks the log `file` names at seq `at`, into `output` or the source's store.
@@ -92,7 +92,9 @@ fn fork_to_file(file: &Path, at: u64, out: &Path, format: Format) -> anyhow::Res
 fn fork_in_store(file: &Path, at: u64, format: Format) -> anyhow::Result<Status> {
     let session = writable_session(
         file,
-        "pass -o OUT to write the fork as a file, or `strata import` the log into a store",
+        Loose::Refuse(
+            "pass -o OUT to write the fork as a file, or `strata import` the log into a store",
+        ),
     )?;
     if let Some(status) = check_stored_boundary(file, at, format)? {
         return Ok(status);
