@@ -270,3 +270,7 @@ mod json_errors;
 // dsh's own session folder as a store (issue 27 item 1).
 #[path = "cli/dsh.rs"]
 mod dsh;
+
+// In-place maintenance of a loose log file (issue 27 item 2).
+#[path = "cli/loose.rs"]
+mod loose;
