@@ -12,7 +12,7 @@ use clap::{Args, Parser, Subcommand};
     version,
     about,
     long_about = None,
-    after_help = "Start with `strata demo` (offline, a few seconds).\nA LOG is a file (raw or zstd JSONL, any dsh generation), `sqlite://PATH#ID`,\n`postgres://…#ID`, or a session id in the default store.\nExit codes: 0 ok, 1 a log broke a rule, 2 usage or I/O error."
+    after_help = "Start with `strata demo` (offline, a few seconds).\nA LOG is a file (raw or zstd JSONL, any dsh generation), `sqlite://PATH#ID`,\n`postgres://…#ID`, `dsh#ID` (dsh's own folder; an id or unique prefix), or a\nsession id in the default store (or --store).\nExit codes: 0 ok, 1 a log broke a rule, 2 usage or I/O error."
 )]
 pub struct Cli {
     /// What to do.
@@ -120,10 +120,13 @@ pub enum Command {
     /// Close a turn (and a compaction bracket) left open by a crash, durably, with the
     /// closers a resume would append.
     ///
-    /// LOG is a `sqlite://PATH#ID` reference, a stored session id, or a file inside a JSONL
-    /// store layout (ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]); --dry-run also reads a loose
-    /// file. A log with nothing open is left untouched, so repairing twice writes once. Exits 1
-    /// when the log is rejected, 2 when it cannot be read or opened for writing.
+    /// LOG is a file, a `sqlite://PATH#ID` reference, a stored session id or `dsh#ID` (a session
+    /// in dsh's own folder, by id or unique prefix). A file in a store layout or dsh's folder is
+    /// written through that store; any other V3 file is appended in place under its own writer
+    /// lock (dsh's `session.lock` for a file named `session.v3.jsonl[.zstd]`, else
+    /// `FILE.lock`). An older generation's file is refused: `strata migrate` it first. A log
+    /// with nothing open is left untouched, so repairing twice writes once. Exits 1 when the log
+    /// is rejected, 2 when it cannot be read or opened for writing (another writer holds it).
     ///
     /// Example: strata repair session.v3.jsonl --dry-run
     Repair {
@@ -165,10 +168,11 @@ pub enum Command {
     /// Replace the oldest history with a checkpoint summary, keeping the newest unit
     /// verbatim; the shadowed events stay in the log.
     ///
-    /// LOG is a file, a `sqlite://PATH#ID` reference or a stored session id; a file written
-    /// to must sit in a JSONL store layout (ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]).
-    /// Without --dry-run the events are appended durably. Exits 1 when the attempt failed
-    /// (it is still recorded in the log).
+    /// LOG is a file, a `sqlite://PATH#ID` reference, a stored session id or `dsh#ID`. Without
+    /// --dry-run the events are appended durably, through the log's store, or to a loose V3
+    /// file in place under its own writer lock (as `strata repair`), and the seqs appended are
+    /// printed; an older generation's file is refused (`strata migrate` it first). Exits 1
+    /// when the attempt failed (it is still recorded in the log).
     ///
     /// Example: strata compact session.v3.jsonl --offline --dry-run
     Compact {
@@ -207,7 +211,10 @@ pub enum Command {
     },
     /// Migrate an older dsh log (v0, v1, v2) to V3: writes `session.v3.jsonl[.zstd]` beside it.
     ///
-    /// The source is streamed through the v0→v1→v2→v3 edges into a temporary file (the edges
+    /// FILE is a path or `dsh#ID` (that session's current log in dsh's folder). A file named
+    /// `session[.vN].jsonl[.zstd]` is migrated under its directory's writer lock
+    /// (`session.lock`, dsh's), so no dsh writer appends to it meanwhile; afterwards the V3 log
+    /// is the session dsh and strata open. The source is streamed through the v0→v1→v2→v3 edges into a temporary file (the edges
     /// write and refuse what upstream's released chain writes and refuses), validated under its
     /// own generation's rules, the copy re-read and validated as V3 with its derived messages
     /// compared to the source's, then published; nothing is published for an invalid source,
@@ -226,7 +233,12 @@ pub enum Command {
     },
     /// List the sessions of a store, newest first (read from headers only).
     ///
-    /// Example: strata sessions --json
+    /// With `--store dsh` (dsh's own folder, $DSH_HOME/sessions, else ~/.dsh/sessions) or
+    /// `--store dsh:HOME`, each session directory once, at its highest generation: project, id,
+    /// generation and encoding, size in bytes, created, and its newest `session/title`.
+    /// Nothing is validated or written.
+    ///
+    /// Example: strata sessions --store dsh --json
     Sessions {
         #[command(flatten)]
         store: StoreArg,
@@ -410,7 +422,8 @@ pub struct StoreArg {
     /// The store: a SQLite file, `jsonl:DIR`, `jsonl-zstd:DIR` or a `postgres://` address, whose
     /// schema is `?schema=NAME`, else the first of a search_path in `options`, else `strata`
     /// (default: $STRATA_STORE, else $STRATA_DATABASE_URL, else the embedded SQLite store under
-    /// $STRATA_HOME or ~/.local/share/strata).
+    /// $STRATA_HOME or ~/.local/share/strata). `strata sessions` also lists `dsh` (dsh's own
+    /// folder, $DSH_HOME, else ~/.dsh) and `dsh:HOME`.
     #[arg(long, value_name = "STORE")]
     pub store: Option<String>,
 }
