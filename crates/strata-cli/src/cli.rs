@@ -245,7 +245,8 @@ pub enum Command {
         #[command(flatten)]
         format: Format,
     },
-    /// Copy a JSONL session log (raw or zstd) into a store, validated, event for event.
+    /// Copy a JSONL session log (raw or zstd; `dsh#ID` names one in dsh's own folder) into a
+    /// store, validated, event for event.
     ///
     /// Exits 1 when the log is rejected, 2 when it cannot be read or the session exists.
     ///
@@ -277,8 +278,8 @@ pub enum Command {
     /// either direction, validated as they stream in, event for event.
     ///
     /// IN is one session (a log file or STORE#ID, e.g. `sqlite://PATH#ID`, `postgres://…#ID`,
-    /// `jsonl:DIR#ID`) or a whole store (a SQLite file, `jsonl:DIR`, `jsonl-zstd:DIR`,
-    /// `postgres://…`), all of whose sessions are copied. OUT is a store, created if missing;
+    /// `jsonl:DIR#ID`, `dsh#ID`) or a whole store (a SQLite file, `jsonl:DIR`, `jsonl-zstd:DIR`,
+    /// `postgres://…`, `dsh` for dsh's own folder), all of whose sessions are copied. OUT is a store, created if missing;
     /// sessions keep their ids. Exits 1 when a session is rejected, 2 when one cannot be copied
     /// (for example because OUT already holds its id).
     ///

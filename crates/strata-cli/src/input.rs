@@ -188,8 +188,20 @@ pub fn dsh_root(spec: &str) -> Option<anyhow::Result<DshRoot>> {
     Some(Ok(DshRoot::at_home(home)))
 }
 
+/// The current log file of the session a `dsh#ID` or `dsh:HOME#ID` argument names (`ID` an
+/// id or a unique id prefix); `None` when the argument is not such a reference (or is an
+/// existing file).
+pub fn dsh_reference(arg: &Path) -> Option<Result<PathBuf, LoadError>> {
+    if arg.exists() {
+        return None;
+    }
+    let (spec, query) = arg.to_str()?.rsplit_once('#')?;
+    let root = dsh_root(spec)?;
+    Some(resolve_dsh(root, query))
+}
+
 /// The current log of the session `query` (an id or a unique id prefix) in dsh's folder.
-fn resolve_dsh(root: anyhow::Result<DshRoot>, query: &str) -> Result<Input, LoadError> {
+fn resolve_dsh(root: anyhow::Result<DshRoot>, query: &str) -> Result<PathBuf, LoadError> {
     let root = root.map_err(LoadError::Io)?;
     if !root.sessions_dir().is_dir() {
         return Err(LoadError::Io(anyhow::anyhow!(
@@ -201,7 +213,7 @@ fn resolve_dsh(root: anyhow::Result<DshRoot>, query: &str) -> Result<Input, Load
     let session = root
         .find(query)
         .map_err(|error| LoadError::Io(anyhow::Error::new(error)))?;
-    Ok(Input::File(session.file))
+    Ok(session.file)
 }
 
 /// Whether a store spec is a PostgreSQL address.
@@ -253,10 +265,8 @@ pub fn resolve(arg: &Path, store: Option<&str>) -> Result<Input, LoadError> {
             label: text.to_owned(),
         });
     }
-    if let Some((spec, query)) = text.split_once('#') {
-        if let Some(root) = dsh_root(spec) {
-            return resolve_dsh(root, query);
-        }
+    if let Some(found) = dsh_reference(arg) {
+        return found.map(Input::File);
     }
     if is_postgres(text) {
         let (url, id) = postgres_reference(text).map_err(LoadError::Io)?;
@@ -279,7 +289,7 @@ pub fn resolve(arg: &Path, store: Option<&str>) -> Result<Input, LoadError> {
         )));
     }
     if let Some(root) = store_spec(store).as_deref().and_then(dsh_root) {
-        return resolve_dsh(root, text);
+        return resolve_dsh(root, text).map(Input::File);
     }
     let explicit = store_spec(store).is_some();
     if !explicit {

@@ -581,3 +581,38 @@ fn commands_that_create_sessions_refuse_dsh_s_folder_as_their_store() {
         .code(2)
         .stderr(predicate::str::contains("dsh#ID"));
 }
+
+#[test]
+fn import_and_convert_copy_sessions_out_of_the_folder_without_writing_there() {
+    let home = dsh_home();
+    let scratch = home.scratch();
+    let before = home.snapshot();
+    let one = scratch.join("one.db");
+    home.strata()
+        .args(["import", "dsh#alpha-1", "--store"])
+        .arg(&one)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("alpha-1111"));
+    home.strata()
+        .arg("validate")
+        .arg(format!("sqlite://{}#alpha-1111", one.display()))
+        .assert()
+        .success();
+    // The whole folder: every V3 session copied; the v0 one refused, pointing at migrate.
+    let all = scratch.join("all.db");
+    let output = home
+        .strata()
+        .args(["convert", "dsh"])
+        .arg(&all)
+        .output()
+        .expect("run");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stdout}{stderr}");
+    for id in ["alpha-1111", "alpha-2222", "gen-3333", "crash-4444"] {
+        assert!(stdout.contains(&format!("converted {id} (")), "{stdout}");
+    }
+    assert!(stderr.contains("strata migrate"), "{stderr}");
+    assert_eq!(home.snapshot(), before);
+}
