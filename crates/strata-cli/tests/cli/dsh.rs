@@ -616,3 +616,65 @@ fn import_and_convert_copy_sessions_out_of_the_folder_without_writing_there() {
     assert!(stderr.contains("strata migrate"), "{stderr}");
     assert_eq!(home.snapshot(), before);
 }
+
+/// `strata tail` follows a session of dsh's folder as it is appended (here by compact, standing
+/// in for dsh), reading only.
+#[test]
+fn tail_follows_a_session_in_the_folder_as_it_grows() {
+    use std::io::{BufRead as _, BufReader};
+    use std::time::{Duration, Instant};
+
+    let home = dsh_home();
+    let n_before = strata_store::read_log(
+        &home
+            .session_dir(Some("/home/user/project"), "alpha-2222")
+            .join("session.v3.jsonl.zstd"),
+    )
+    .expect("read")
+    .events
+    .len() as u64;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(["tail", "dsh#alpha-2", "-n", "2", "--json"])
+        .env("DSH_HOME", home.home())
+        .env("HOME", home.dir.path().join("user"))
+        .env_remove("STRATA_STORE")
+        .env_remove("STRATA_DATABASE_URL")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn strata tail");
+    let stdout = child.stdout.take().expect("stdout");
+    let (sender, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let take = |n: usize| -> Vec<u64> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut seqs = Vec::new();
+        while seqs.len() < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = lines.recv_timeout(left).expect("a tailed line in time");
+            let value: Value = serde_json::from_str(&line).expect("json line");
+            seqs.push(value["seq"].as_u64().expect("seq"));
+        }
+        seqs
+    };
+    assert_eq!(take(2), [n_before - 2, n_before - 1]);
+    home.strata()
+        .args(["compact", "--offline", "dsh#alpha-2222"])
+        .assert()
+        .success();
+    assert_eq!(take(5), (n_before..n_before + 5).collect::<Vec<_>>());
+    let _ = child.kill();
+    let _ = child.wait();
+    // Tailing left nothing: the directory holds the log and the lock compact took.
+    assert_only_dsh_files(
+        &home.session_dir(Some("/home/user/project"), "alpha-2222"),
+        &["session.v3.jsonl.zstd"],
+    );
+}
