@@ -297,8 +297,9 @@ pub enum Command {
     /// Print a session's events as they are appended (like `tail -f`), from any host: on a
     /// PostgreSQL store each append wakes the tail as it commits; other stores are polled.
     ///
-    /// REF is `postgres://…#ID`, `sqlite://PATH#ID`, or an id in the store named by `--store`
-    /// (else $STRATA_STORE, else $STRATA_DATABASE_URL, else the default SQLite store). Prints
+    /// REF is `postgres://…#ID`, `sqlite://PATH#ID`, a V3 log file, `dsh#ID` (a session of
+    /// dsh's own folder, followed as dsh appends to it), or an id in the store named by
+    /// `--store` (else $STRATA_STORE, else $STRATA_DATABASE_URL, else the default SQLite store). Prints
     /// the last N stored events (or from --from SEQ), then every new one until interrupted.
     ///
     /// Example: strata tail 'postgres://agents@db.internal/strata#run-42' --json

@@ -142,3 +142,19 @@ fn a_missing_sessions_folder_lists_nothing() {
     let listing = DshRoot::at_home(home.path().join("absent")).list().unwrap();
     assert!(listing.sessions.is_empty() && listing.problems.is_empty());
 }
+
+#[test]
+fn a_torn_final_zstd_frame_keeps_the_titles_before_it() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = session_dir(home.path(), "--p--", "z");
+    let mut bytes = zstd::encode_all(header("z", 1).as_bytes(), 3).unwrap();
+    bytes.extend(zstd::encode_all(title_line(0, "kept").as_bytes(), 3).unwrap());
+    let second = zstd::encode_all(title_line(1, "torn").as_bytes(), 3).unwrap();
+    bytes.extend(&second[..second.len() / 2]);
+    let file = dir.join("session.v3.jsonl.zstd");
+    fs::write(&file, bytes).unwrap();
+    assert_eq!(read_title(&file).unwrap().as_deref(), Some("kept"));
+    let listing = DshRoot::at_home(home.path()).list().unwrap();
+    assert!(listing.problems.is_empty(), "{:?}", listing.problems);
+    assert_eq!(listing.sessions[0].title.as_deref(), Some("kept"));
+}
