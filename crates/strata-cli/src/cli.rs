@@ -124,7 +124,8 @@ pub enum Command {
     /// in dsh's own folder, by id or unique prefix). A file in a store layout or dsh's folder is
     /// written through that store; any other V3 file is appended in place under its own writer
     /// lock (dsh's `session.lock` for a file named `session.v3.jsonl[.zstd]`, else
-    /// `FILE.lock`). An older generation's file is refused: `strata migrate` it first. A log
+    /// `FILE.lock`). An older generation is migrated first in dsh's folder (as dsh continues a
+    /// session) and refused elsewhere: `strata migrate` it. A log
     /// with nothing open is left untouched, so repairing twice writes once. Exits 1 when the log
     /// is rejected, 2 when it cannot be read or opened for writing (another writer holds it).
     ///
@@ -171,7 +172,8 @@ pub enum Command {
     /// LOG is a file, a `sqlite://PATH#ID` reference, a stored session id or `dsh#ID`. Without
     /// --dry-run the events are appended durably, through the log's store, or to a loose V3
     /// file in place under its own writer lock (as `strata repair`), and the seqs appended are
-    /// printed; an older generation's file is refused (`strata migrate` it first). Exits 1
+    /// printed; an older generation is migrated first in dsh's folder and refused elsewhere
+    /// (`strata migrate` it). Exits 1
     /// when the attempt failed (it is still recorded in the log).
     ///
     /// Example: strata compact session.v3.jsonl --offline --dry-run

@@ -24,7 +24,9 @@
 //! (`ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]`), found from its name and header alone — in
 //! dsh's folder without strata's sidecars, so only what dsh writes is written there; or, for
 //! repair and compact, a loose file as a store of its one session ([`strata_store::LooseFile`]).
-//! An older generation's file is never appended to: `strata migrate` publishes its successor.
+//! An older generation's file is never appended to: in dsh's folder its V3 successor is
+//! published beside it first (as dsh continues a session) and written instead; elsewhere it is
+//! refused, pointing at `strata migrate`.
 
 use std::path::{Path, PathBuf};
 
@@ -533,6 +535,9 @@ pub(crate) struct WritableSession {
     /// The JSONL store layout the named file sits in (`None` for a stored session or a loose
     /// file).
     pub layout: Option<JsonlBackend>,
+    /// The V3 log file written (`None` for a stored session): in dsh's folder, the V3 successor
+    /// an older generation was migrated to first.
+    pub file: Option<PathBuf>,
 }
 
 /// Resolves `arg` to a session in a store: a stored session (`sqlite://PATH#ID`, a PostgreSQL
@@ -540,7 +545,8 @@ pub(crate) struct WritableSession {
 /// (`ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]`; in dsh's folder, or named as `dsh#ID`,
 /// without strata's sidecars), or — when `loose` is `Loose::Maintain` — a loose V3 file as the
 /// store of its one session. A loose file is otherwise refused with the hint `Loose::Refuse`
-/// carries, and an older generation's file always, pointing at `strata migrate`.
+/// carries. An older generation's file is migrated first in dsh's folder, and refused
+/// elsewhere, pointing at `strata migrate`.
 pub(crate) fn writable_session(arg: &Path, loose: Loose<'_>) -> anyhow::Result<WritableSession> {
     match resolve(arg, None) {
         Ok(Input::Stored { store, id, label }) => Ok(WritableSession {
@@ -548,17 +554,24 @@ pub(crate) fn writable_session(arg: &Path, loose: Loose<'_>) -> anyhow::Result<W
             id,
             label,
             layout: None,
+            file: None,
         }),
         Ok(Input::File(file)) => {
-            refuse_older_generation(&file)?;
-            let label = file.display().to_string();
             let dsh = in_dsh_folder(arg, &file);
+            let file = if dsh {
+                current_v3_in_dsh_folder(&file)?
+            } else {
+                refuse_older_generation(&file)?;
+                file
+            };
+            let label = file.display().to_string();
             match (store_of_file(&file, !dsh), loose) {
                 (Ok((backend, id)), _) => Ok(WritableSession {
                     store: Store::new(backend.clone()),
                     id,
                     label,
                     layout: Some(backend),
+                    file: Some(file),
                 }),
                 (Err(error), _) if dsh => Err(anyhow::anyhow!(
                     "{error:#}\n(a log in dsh's folder is written only where dsh looks for it)"
@@ -574,6 +587,7 @@ pub(crate) fn writable_session(arg: &Path, loose: Loose<'_>) -> anyhow::Result<W
                         id,
                         label,
                         layout: None,
+                        file: Some(file),
                     })
                 }
                 (Err(error), Loose::Refuse(hint)) => {
@@ -605,6 +619,73 @@ fn in_dsh_folder(arg: &Path, file: &Path) -> bool {
         return true;
     }
     DshRoot::from_env().is_ok_and(|root| root.contains(file))
+}
+
+/// The V3 log to write for a log file in dsh's folder, as dsh continues a session: the file
+/// must be its directory's current log (the highest generation, which dsh opens); an older
+/// generation is first migrated to `session.v3.jsonl[.zstd]` beside the untouched source,
+/// under the directory's `session.lock` ([`publish_successor`]), and the successor returned.
+fn current_v3_in_dsh_folder(file: &Path) -> anyhow::Result<PathBuf> {
+    let dir = match file.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let current = strata_store::current_log(dir)?.map(|(_, _, path)| path);
+    if current.as_deref() != Some(file) {
+        anyhow::bail!(
+            "{}: not the session's current log{}; dsh opens the highest generation, so only \
+             that one is written",
+            file.display(),
+            current.map_or_else(String::new, |path| format!(" ({} is)", path.display()))
+        );
+    }
+    let (generation, _) = legacy::sniff(file).map_err(anyhow::Error::new)?;
+    if generation == Generation::V3 {
+        return Ok(file.to_path_buf());
+    }
+    let report = publish_successor(file)?;
+    eprintln!(
+        "{}",
+        crate::output::visible(&format!(
+            "strata: {}: {} → v3: published {} beside the untouched source, as dsh does when \
+             it continues a session; writing there",
+            file.display(),
+            legacy::generation_name(generation),
+            report.target.display()
+        ))
+    );
+    Ok(report.target)
+}
+
+/// Migrates an older generation's log to V3 beside it ([`strata_store::migrate::migrate_file`])
+/// holding its directory's writer lock when the file is named as a dsh session file.
+pub(crate) fn publish_successor(
+    file: &Path,
+) -> anyhow::Result<strata_store::migrate::MigrateReport> {
+    let _lock = lock_session_dir(file)?;
+    strata_store::migrate::migrate_file(file)
+        .with_context(|| format!("publishing the V3 successor of {}", file.display()))
+}
+
+/// Takes dsh's writer lock of the session directory a canonically named file sits in; `None`
+/// for any other name (a loose copy, which no dsh writer appends to).
+pub(crate) fn lock_session_dir(file: &Path) -> anyhow::Result<Option<strata_store::SessionLock>> {
+    let canonical = file
+        .file_name()
+        .and_then(|name| name.to_str())
+        .and_then(parse_session_file_name)
+        .is_some();
+    if !canonical || !file.is_file() {
+        return Ok(None);
+    }
+    let dir = match file.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let label = file.display().to_string();
+    strata_store::SessionLock::acquire(&dir.join(strata_store::LOCK_FILE_NAME), &label)
+        .map(Some)
+        .with_context(|| format!("taking the writer lock of {label}"))
 }
 
 /// Refuses a v0, v1 or v2 file: its generation is not appended to (strata writes V3 only);

@@ -96,7 +96,10 @@ fn fork_in_store(file: &Path, at: u64, format: Format) -> anyhow::Result<Status>
             "pass -o OUT to write the fork as a file, or `strata import` the log into a store",
         ),
     )?;
-    if let Some(status) = check_stored_boundary(file, at, format)? {
+    // The log written may be the V3 successor an older generation in dsh's folder was
+    // migrated to; the boundary is checked on it.
+    let source = session.file.clone().unwrap_or_else(|| file.to_path_buf());
+    if let Some(status) = check_stored_boundary(&source, at, format)? {
         return Ok(status);
     }
     let child_id = new_id();

@@ -8,37 +8,14 @@
 
 use std::path::Path;
 
-use anyhow::Context;
 use serde_json::json;
 use strata_store::legacy::generation_name;
 use strata_store::migrate::{migrate_file, MigrateError};
-use strata_store::{parse_session_file_name, SessionLock, LOCK_FILE_NAME};
 
 use super::Status;
 use crate::cli::Format;
-use crate::input::{resolve, Input, LoadError};
+use crate::input::{lock_session_dir, resolve, Input, LoadError};
 use crate::output;
-
-/// Takes dsh's writer lock of the session directory a canonically named file sits in; `None`
-/// for any other name (a loose copy, which no dsh writer appends to).
-fn lock_session_dir(file: &Path) -> anyhow::Result<Option<SessionLock>> {
-    let canonical = file
-        .file_name()
-        .and_then(|name| name.to_str())
-        .and_then(parse_session_file_name)
-        .is_some();
-    if !canonical || !file.is_file() {
-        return Ok(None);
-    }
-    let dir = match file.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    let label = file.display().to_string();
-    SessionLock::acquire(&dir.join(LOCK_FILE_NAME), &label)
-        .map(Some)
-        .with_context(|| format!("taking the writer lock to migrate {label}"))
-}
 
 pub(crate) fn run(arg: &Path, format: Format) -> anyhow::Result<Status> {
     let file = match resolve(arg, None) {

@@ -25,8 +25,8 @@ use crate::output;
 
 /// Repairs the log `file` names, or (`dry_run`) prints what a repair would append.
 pub(crate) fn run(file: &Path, dry_run: bool, format: Format) -> anyhow::Result<Status> {
-    refuse_older_generation(file)?;
     let (label, added) = if dry_run {
+        refuse_older_generation(file)?;
         // Planned as the repair itself runs: the rows stream into the resumed session.
         let options = SeedOptions {
             marker_time: system_clock_ms(),

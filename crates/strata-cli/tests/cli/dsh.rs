@@ -474,17 +474,6 @@ fn migrate_publishes_the_successor_beside_the_untouched_source_which_then_is_the
     let dir = home.session_dir(Some("/home/user/project"), "gen-11");
     let source = dir.join("session.jsonl");
     let before = std::fs::read(&source).expect("read");
-    // A v0 log is not appended to: compact and repair point at migrate.
-    for args in [
-        vec!["compact", "--offline", "dsh#gen-11"],
-        vec!["repair", "dsh#gen-11"],
-    ] {
-        home.strata()
-            .args(&args)
-            .assert()
-            .code(2)
-            .stderr(predicate::str::contains("run `strata migrate "));
-    }
     let value = json_of(home.strata().args(["migrate", "dsh#gen-11", "--json"]));
     assert_eq!(value["sourceGeneration"], "v0");
     let target = dir.join("session.v3.jsonl");
@@ -515,6 +504,49 @@ fn migrate_publishes_the_successor_beside_the_untouched_source_which_then_is_the
         .success();
     assert_eq!(std::fs::read(&source).expect("read"), before);
     assert_dsh_accepts(&target);
+}
+
+/// As dsh continues an older session: its V3 successor is published beside the untouched
+/// source first, and the write goes there.
+#[test]
+fn writing_an_older_generation_publishes_its_successor_first_then_writes_there() {
+    for args in [
+        vec!["compact", "--offline", "dsh#gen-11"],
+        vec!["repair", "gen-1", "--store", "dsh"],
+        vec!["fork", "dsh#gen-11", "--at", "30"],
+    ] {
+        let home = dsh_home();
+        let dir = home.session_dir(Some("/home/user/project"), "gen-11");
+        let source = dir.join("session.jsonl");
+        let before = std::fs::read(&source).expect("read");
+        let output = home.strata().args(&args).output().expect("run");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("v0 → v3: published ") && stderr.contains("session.v3.jsonl beside"),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(std::fs::read(&source).expect("read"), before);
+        assert_only_dsh_files(&dir, &["session.jsonl", "session.v3.jsonl"]);
+        assert_dsh_accepts(&dir.join("session.v3.jsonl"));
+        let sessions = listed(&home);
+        assert_eq!(entry(&sessions, "gen-11")["generation"], "v3", "{args:?}");
+    }
+}
+
+#[test]
+fn only_a_session_s_current_log_is_written() {
+    let home = dsh_home();
+    let dir = home.session_dir(Some("/home/user/project"), "gen-3333");
+    let before = home.snapshot();
+    home.strata()
+        .args(["compact", "--offline"])
+        .arg(dir.join("session.v2.jsonl.zstd"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not the session's current log"))
+        .stderr(predicate::str::contains("session.v3.jsonl is)"));
+    assert_eq!(home.snapshot(), before);
 }
 
 #[test]
