@@ -21,8 +21,9 @@ use strata_store::SessionWriter;
 
 use super::{load_for_view, report_load_error, Status};
 use crate::cli::Format;
-use crate::input::{resolve, resume_input, writable_session, Loose};
+use crate::input::{resolve, resume_input};
 use crate::output;
+use crate::writable::{writable_session, Loose};
 
 pub(crate) fn run(file: &Path, offline: bool, dry_run: bool) -> anyhow::Result<Status> {
     if !offline && !dry_run {

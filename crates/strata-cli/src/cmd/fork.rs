@@ -20,8 +20,8 @@ use strata_store::{legacy, session_file_name, write_log, ForkError, Store};
 use super::{load_for_view, Status};
 use crate::cli::Format;
 use crate::input::{load_input, resolve, store_failure, LoadError};
-use crate::input::{writable_session, Loose, WritableSession};
 use crate::output;
+use crate::writable::{writable_session, Loose, WritableSession};
 
 /// Forks the log `file` names at seq `at`, into `output` or the source's store.
 pub(crate) fn run(

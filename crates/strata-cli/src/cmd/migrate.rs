@@ -14,8 +14,9 @@ use strata_store::migrate::{migrate_file, MigrateError};
 
 use super::Status;
 use crate::cli::Format;
-use crate::input::{lock_session_dir, resolve, Input, LoadError};
+use crate::input::{resolve, Input, LoadError};
 use crate::output;
+use crate::writable::lock_session_dir;
 
 pub(crate) fn run(arg: &Path, format: Format) -> anyhow::Result<Status> {
     let file = match resolve(arg, None) {

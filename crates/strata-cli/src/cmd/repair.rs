@@ -20,8 +20,9 @@ use strata_store::{encode_event_line, legacy};
 
 use super::{report_load_error, Status};
 use crate::cli::Format;
-use crate::input::{resolve, resume_input, store_failure, writable_session, Loose};
+use crate::input::{resolve, resume_input, store_failure};
 use crate::output;
+use crate::writable::{writable_session, Loose};
 
 /// Repairs the log `file` names, or (`dry_run`) prints what a repair would append.
 pub(crate) fn run(file: &Path, dry_run: bool, format: Format) -> anyhow::Result<Status> {

@@ -66,6 +66,17 @@ pub(crate) fn run(store: Option<&str>, format: Format) -> anyhow::Result<Status>
 /// `{"store", "sessions": [{project, id, generation, encoding, file, size, createdAt, title}],
 /// "problems"}`.
 fn list_dsh(root: &strata_store::DshRoot, format: Format) -> anyhow::Result<Status> {
+    if !root.sessions_dir().is_dir() {
+        // Not an error (dsh may not have run yet), but a typo in DSH_HOME should be visible.
+        eprintln!(
+            "{}",
+            output::visible(&format!(
+                "strata: no dsh sessions folder at {} (`dsh:HOME` names a dsh home, the folder \
+                 holding sessions/)",
+                root.sessions_dir().display()
+            ))
+        );
+    }
     let listing = root.list()?;
     let problems: Vec<String> = listing.problems.iter().map(ToString::to_string).collect();
     let generation =
