@@ -280,7 +280,7 @@ impl DshRoot {
 
     /// The session whose id is `query`, else the only one whose id starts with it.
     pub fn find(&self, query: &str) -> Result<DshSession, DshRootError> {
-        let (sessions, _) = self.sessions()?;
+        let (sessions, problems) = self.sessions()?;
         let exact: Vec<&DshSession> = sessions.iter().filter(|s| s.id == query).collect();
         let matches = if exact.is_empty() {
             sessions
@@ -291,10 +291,14 @@ impl DshRoot {
             exact
         };
         match matches.as_slice() {
-            [] => Err(DshRootError::NotFound {
-                query: query.to_owned(),
-                root: self.sessions_dir(),
-            }),
+            // A matching directory that could not be read says why, rather than "no session".
+            [] => Err(problems
+                .into_iter()
+                .find(|problem| problem_matches(problem, query))
+                .unwrap_or_else(|| DshRootError::NotFound {
+                    query: query.to_owned(),
+                    root: self.sessions_dir(),
+                })),
             [one] => Ok((*one).clone()),
             many => {
                 let mut candidates: Vec<String> = many
@@ -328,6 +332,17 @@ impl DshRoot {
         };
         path.starts_with(root)
     }
+}
+
+/// Whether a listing problem concerns a session directory whose id matches `query`.
+fn problem_matches(problem: &DshRootError, query: &str) -> bool {
+    let DshRootError::TwoEncodings { dir, .. } = problem else {
+        return false;
+    };
+    dir.file_name()
+        .and_then(|name| name.to_str())
+        .and_then(|name| decode_segment(name).ok())
+        .is_some_and(|id| !query.is_empty() && id.starts_with(query))
 }
 
 /// The current log of a session directory: its highest canonical generation, as

@@ -72,6 +72,12 @@ fn both_encodings_of_the_top_generation_are_refused() {
     let (sessions, problems) = DshRoot::at_home(home.path()).sessions().unwrap();
     assert!(sessions.is_empty());
     assert_eq!(problems.len(), 1);
+    // A lookup of it says why, not "no session".
+    let error = DshRoot::at_home(home.path()).find("s").unwrap_err();
+    assert!(
+        matches!(error, DshRootError::TwoEncodings { .. }),
+        "{error}"
+    );
 }
 
 #[test]
