@@ -128,7 +128,8 @@ fn current_v3_in_dsh_folder(file: &Path) -> anyhow::Result<PathBuf> {
         _ => Path::new("."),
     };
     let current = strata_store::current_log(dir)?.map(|(_, _, path)| path);
-    if current.as_deref() != Some(file) {
+    // Both name entries of `dir`: their names tell them apart (`./x` and `x` are one file).
+    if current.as_deref().and_then(Path::file_name) != file.file_name() {
         anyhow::bail!(
             "{}: not the session's current log{}; dsh opens the highest generation, so only \
              that one is written",

@@ -547,6 +547,14 @@ fn only_a_session_s_current_log_is_written() {
         .stderr(predicate::str::contains("not the session's current log"))
         .stderr(predicate::str::contains("session.v3.jsonl is)"));
     assert_eq!(home.snapshot(), before);
+    // The current log named relative to its own directory is written.
+    home.strata()
+        .current_dir(&dir)
+        .args(["compact", "--offline", "session.v3.jsonl"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("appended seqs"));
+    assert_only_dsh_files(&dir, &["session.v2.jsonl.zstd", "session.v3.jsonl"]);
 }
 
 #[test]
