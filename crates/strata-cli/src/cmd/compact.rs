@@ -5,8 +5,8 @@
 //! included) and prints what would be shadowed and the token counts before and after;
 //! otherwise the session is opened for writing through its store (taking the writer lock
 //! and closing a crashed turn durably) and the compaction batch is appended durably, and the
-//! seqs appended are reported. A loose file is its own store (`strata_store::LooseFile`); an
-//! older generation's file is refused, pointing at `strata migrate`.
+//! seqs appended are reported. Where that is (a loose file as its own store, dsh's folder, an
+//! older generation) is `crate::writable`'s decision.
 
 use std::path::Path;
 
