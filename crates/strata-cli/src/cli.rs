@@ -12,7 +12,7 @@ use clap::{Args, Parser, Subcommand};
     version,
     about,
     long_about = None,
-    after_help = "Start with `strata demo` (offline, a few seconds).\nA LOG is a file (raw or zstd JSONL, any dsh generation), `sqlite://PATH#ID`,\n`postgres://…#ID`, or a session id in the default store.\nExit codes: 0 ok, 1 a log broke a rule, 2 usage or I/O error."
+    after_help = "Start with `strata demo` (offline, a few seconds).\nA LOG is a file (raw or zstd JSONL, any dsh generation), `sqlite://PATH#ID`,\n`postgres://…#ID`, `dsh#ID` (dsh's own folder; an id or unique prefix), or a\nsession id in the default store (or --store).\nExit codes: 0 ok, 1 a log broke a rule, 2 usage or I/O error."
 )]
 pub struct Cli {
     /// What to do.
@@ -46,6 +46,8 @@ pub enum Command {
         files: Vec<PathBuf>,
         #[command(flatten)]
         format: Format,
+        #[command(flatten)]
+        store: LogStoreArg,
     },
     /// Summarize a session log: header, generation, counts by type, turns and steps, surface
     /// size, shadowed events, every replacement with what it shadowed, token usage, file size.
@@ -58,6 +60,8 @@ pub enum Command {
         file: PathBuf,
         #[command(flatten)]
         format: Format,
+        #[command(flatten)]
+        store: LogStoreArg,
     },
     /// Show the surface: the events the model sees, in order, and every replacement.
     ///
@@ -67,6 +71,8 @@ pub enum Command {
         file: PathBuf,
         #[command(flatten)]
         format: Format,
+        #[command(flatten)]
+        store: LogStoreArg,
     },
     /// Print the derived messages: what the next model request would send.
     ///
@@ -89,6 +95,8 @@ pub enum Command {
         at: Option<u64>,
         #[command(flatten)]
         format: Format,
+        #[command(flatten)]
+        store: LogStoreArg,
     },
     /// Write a self-contained HTML report of a session: a timeline of every event by turn and
     /// step (of the newest 100,000 on a longer log), surface nodes vs shadowed events, each
@@ -106,14 +114,20 @@ pub enum Command {
         /// alone and the command fails).
         #[arg(long)]
         force: bool,
+        #[command(flatten)]
+        store: LogStoreArg,
     },
     /// Close a turn (and a compaction bracket) left open by a crash, durably, with the
     /// closers a resume would append.
     ///
-    /// LOG is a `sqlite://PATH#ID` reference, a stored session id, or a file inside a JSONL
-    /// store layout (ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]); --dry-run also reads a loose
-    /// file. A log with nothing open is left untouched, so repairing twice writes once. Exits 1
-    /// when the log is rejected, 2 when it cannot be read or opened for writing.
+    /// LOG is a file, a `sqlite://PATH#ID` reference, a stored session id or `dsh#ID` (a session
+    /// in dsh's own folder, by id or unique prefix). A file in a store layout or dsh's folder is
+    /// written through that store; any other V3 file is appended in place under its own writer
+    /// lock (dsh's `session.lock` for a file named `session.v3.jsonl[.zstd]`, else
+    /// `FILE.lock`). An older generation is migrated first in dsh's folder (as dsh continues a
+    /// session) and refused elsewhere: `strata migrate` it. A log
+    /// with nothing open is left untouched, so repairing twice writes once. Exits 1 when the log
+    /// is rejected, 2 when it cannot be read or opened for writing (another writer holds it).
     ///
     /// Example: strata repair session.v3.jsonl --dry-run
     Repair {
@@ -124,6 +138,8 @@ pub enum Command {
         dry_run: bool,
         #[command(flatten)]
         format: Format,
+        #[command(flatten)]
+        store: LogStoreArg,
     },
     /// Fork a session at a seq: a new log holding the prefix up to SEQ (an open turn closed
     /// with `forked` closers).
@@ -148,13 +164,17 @@ pub enum Command {
         output: Option<PathBuf>,
         #[command(flatten)]
         format: Format,
+        #[command(flatten)]
+        store: LogStoreArg,
     },
     /// Replace the oldest history with a checkpoint summary, keeping the newest unit
     /// verbatim; the shadowed events stay in the log.
     ///
-    /// LOG is a file, a `sqlite://PATH#ID` reference or a stored session id; a file written
-    /// to must sit in a JSONL store layout (ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]).
-    /// Without --dry-run the events are appended durably.
+    /// LOG is a file, a `sqlite://PATH#ID` reference, a stored session id or `dsh#ID`. Without
+    /// --dry-run the events are appended durably, through the log's store, or to a loose V3
+    /// file in place under its own writer lock (as `strata repair`), and the seqs appended are
+    /// printed; an older generation is migrated first in dsh's folder and refused elsewhere
+    /// (`strata migrate` it).
     ///
     /// The summary comes from a model unless --offline: the same OpenAI-compatible client,
     /// settings and retries as `chat` and `run` (STRATA_BASE_URL, DEEPSEEK_API_KEY or
@@ -185,6 +205,8 @@ pub enum Command {
         /// request/header).
         #[arg(long)]
         model: Option<String>,
+        #[command(flatten)]
+        store: LogStoreArg,
     },
     /// Show which tool results over 8,192 code points an agent's pre-step would middle-elide;
     /// a finished session is never rewritten.
@@ -204,10 +226,15 @@ pub enum Command {
         /// Print what would be rewritten and the token counts before and after; write nothing.
         #[arg(long)]
         dry_run: bool,
+        #[command(flatten)]
+        store: LogStoreArg,
     },
     /// Migrate an older dsh log (v0, v1, v2) to V3: writes `session.v3.jsonl[.zstd]` beside it.
     ///
-    /// The source is streamed through the v0→v1→v2→v3 edges into a temporary file (the edges
+    /// FILE is a path or `dsh#ID` (that session's current log in dsh's folder). A file named
+    /// `session[.vN].jsonl[.zstd]` is migrated under its directory's writer lock
+    /// (`session.lock`, dsh's), so no dsh writer appends to it meanwhile; afterwards the V3 log
+    /// is the session dsh and strata open. The source is streamed through the v0→v1→v2→v3 edges into a temporary file (the edges
     /// write and refuse what upstream's released chain writes and refuses), validated under its
     /// own generation's rules, the copy re-read and validated as V3 with its derived messages
     /// compared to the source's, then published; nothing is published for an invalid source,
@@ -221,17 +248,25 @@ pub enum Command {
         file: PathBuf,
         #[command(flatten)]
         format: Format,
+        #[command(flatten)]
+        store: LogStoreArg,
     },
     /// List the sessions of a store, newest first (read from headers only).
     ///
-    /// Example: strata sessions --json
+    /// With `--store dsh` (dsh's own folder, $DSH_HOME/sessions, else ~/.dsh/sessions) or
+    /// `--store dsh:HOME`, each session directory once, at its highest generation: project, id,
+    /// generation and encoding, size in bytes, created, and its newest `session/title`.
+    /// Nothing is validated or written.
+    ///
+    /// Example: strata sessions --store dsh --json
     Sessions {
         #[command(flatten)]
         store: StoreArg,
         #[command(flatten)]
         format: Format,
     },
-    /// Copy a JSONL session log (raw or zstd) into a store, validated, event for event.
+    /// Copy a JSONL session log (raw or zstd; `dsh#ID` names one in dsh's own folder) into a
+    /// store, validated, event for event.
     ///
     /// Exits 1 when the log is rejected, 2 when it cannot be read or the session exists.
     ///
@@ -263,8 +298,8 @@ pub enum Command {
     /// either direction, validated as they stream in, event for event.
     ///
     /// IN is one session (a log file or STORE#ID, e.g. `sqlite://PATH#ID`, `postgres://…#ID`,
-    /// `jsonl:DIR#ID`) or a whole store (a SQLite file, `jsonl:DIR`, `jsonl-zstd:DIR`,
-    /// `postgres://…`), all of whose sessions are copied. OUT is a store, created if missing;
+    /// `jsonl:DIR#ID`, `dsh#ID`) or a whole store (a SQLite file, `jsonl:DIR`, `jsonl-zstd:DIR`,
+    /// `postgres://…`, `dsh` for dsh's own folder), all of whose sessions are copied. OUT is a store, created if missing;
     /// sessions keep their ids. Exits 1 when a session is rejected, 2 when one cannot be copied
     /// (for example because OUT already holds its id).
     ///
@@ -282,8 +317,9 @@ pub enum Command {
     /// Print a session's events as they are appended (like `tail -f`), from any host: on a
     /// PostgreSQL store each append wakes the tail as it commits; other stores are polled.
     ///
-    /// REF is `postgres://…#ID`, `sqlite://PATH#ID`, or an id in the store named by `--store`
-    /// (else $STRATA_STORE, else $STRATA_DATABASE_URL, else the default SQLite store). Prints
+    /// REF is `postgres://…#ID`, `sqlite://PATH#ID`, a V3 log file, `dsh#ID` (a session of
+    /// dsh's own folder, followed as dsh appends to it), or an id in the store named by
+    /// `--store` (else $STRATA_STORE, else $STRATA_DATABASE_URL, else the default SQLite store). Prints
     /// the last N stored events (or from --from SEQ), then every new one until interrupted.
     ///
     /// Example: strata tail 'postgres://agents@db.internal/strata#run-42' --json
@@ -372,13 +408,44 @@ impl Command {
     }
 }
 
+impl Command {
+    /// The `--store` of a command that takes a LOG: where a bare session id is looked up.
+    pub fn log_store_flag(&self) -> Option<&str> {
+        match self {
+            Command::Validate { store, .. }
+            | Command::Inspect { store, .. }
+            | Command::Surface { store, .. }
+            | Command::Messages { store, .. }
+            | Command::Report { store, .. }
+            | Command::Repair { store, .. }
+            | Command::Fork { store, .. }
+            | Command::Compact { store, .. }
+            | Command::Prune { store, .. }
+            | Command::Migrate { store, .. } => store.store.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// The `--store` flag of the commands that take a LOG.
+#[derive(Debug, Args, Clone)]
+pub struct LogStoreArg {
+    /// Where a bare session id (or, in dsh's folder, a unique id prefix) is looked up: `dsh`
+    /// (dsh's own folder, $DSH_HOME/sessions, else ~/.dsh/sessions), `dsh:HOME`, a SQLite file,
+    /// `jsonl:DIR`, `jsonl-zstd:DIR` or a `postgres://` address (default: $STRATA_STORE, else
+    /// $STRATA_DATABASE_URL, else the embedded SQLite store).
+    #[arg(long, value_name = "STORE")]
+    pub store: Option<String>,
+}
+
 /// The `--store` flag of the store commands.
 #[derive(Debug, Args, Clone)]
 pub struct StoreArg {
     /// The store: a SQLite file, `jsonl:DIR`, `jsonl-zstd:DIR` or a `postgres://` address, whose
     /// schema is `?schema=NAME`, else the first of a search_path in `options`, else `strata`
     /// (default: $STRATA_STORE, else $STRATA_DATABASE_URL, else the embedded SQLite store under
-    /// $STRATA_HOME or ~/.local/share/strata).
+    /// $STRATA_HOME or ~/.local/share/strata). `strata sessions` also lists `dsh` (dsh's own
+    /// folder, $DSH_HOME, else ~/.dsh) and `dsh:HOME`.
     #[arg(long, value_name = "STORE")]
     pub store: Option<String>,
 }

@@ -8,27 +8,29 @@
 //! 2. `sqlite://PATH#ID` is session `ID` in the SQLite store at `PATH`, and
 //!    `postgres://…#ID` (or `postgresql://…#ID`) session `ID` in that PostgreSQL store (neither
 //!    is created here);
-//! 3. an argument that looks like a path (a `/`, or a `.jsonl`/`.zstd`/`.zst` name) is a
+//! 3. `dsh#ID` (or `dsh:HOME#ID`) is the session in dsh's own folder whose id is, or alone starts
+//!    with, `ID` ([`strata_store::DshRoot`]: `$DSH_HOME/sessions`, else `~/.dsh/sessions`); it
+//!    resolves to that session's current log file, so everything after treats it as a file;
+//! 4. an argument that looks like a path (a `/`, or a `.jsonl`/`.zstd`/`.zst` name) is a
 //!    missing file;
-//! 4. anything else is a session id in the default store (`--store`, else `$STRATA_STORE`, else
-//!    `$STRATA_DATABASE_URL`, else the embedded SQLite store).
+//! 5. anything else is a session id in the default store (`--store`, else `$STRATA_STORE`, else
+//!    `$STRATA_DATABASE_URL`, else the embedded SQLite store); when that store is `dsh` or
+//!    `dsh:HOME`, an id or unique id prefix there, as in 3.
 //!
 //! Loading streams rows from the file or store straight into the core's restore (no second copy
 //! of the log), with a progress bar on a terminal when it takes long. Every failure is a
 //! [`LoadError`] saying whether the input was invalid (exit 1) or could not be read (exit 2),
 //! with file, line and seq.
 //!
-//! Commands that write ([`writable_session`]: repair, fork, compact, prune) need the session's
-//! store: a stored session, or a file that sits in a JSONL store layout
-//! (`ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]`), found from its name and header alone.
+//! Which store a writing command appends through is `writable`'s question.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use strata_core::{Generation, SeedOptions, Session};
 use strata_store::{
-    legacy, parse_session_file_name, restore_stream, scan_log, CodecError, Compression,
-    JsonlBackend, JsonlConfig, LogStream, PostgresBackend, PostgresConfig, Store, StoreError,
+    legacy, restore_stream, scan_log, CodecError, Compression, DshRoot, LogStream, PostgresBackend,
+    PostgresConfig, Store, StoreError,
 };
 
 use crate::progress::{self, Progress};
@@ -120,6 +122,16 @@ pub fn open_store(spec: Option<&str>) -> anyhow::Result<Store> {
     let Some(spec) = store_spec(spec) else {
         return Store::open_default().context("open the default store");
     };
+    if let Some(root) = dsh_root(&spec) {
+        let root = root?;
+        anyhow::bail!(
+            "{}: dsh's own folder is not a store this command uses: list it with \
+             `strata sessions --store {spec}`, and name one of its sessions as `dsh#ID` (an id \
+             or a unique prefix) to the commands that take a LOG; strata creates no sessions \
+             there except forks",
+            root.describe()
+        );
+    }
     if is_postgres(&spec) {
         return Ok(Store::new(open_postgres(&spec, true)?));
     }
@@ -136,13 +148,69 @@ pub fn open_store(spec: Option<&str>) -> anyhow::Result<Store> {
     Store::sqlite(Path::new(path)).with_context(|| format!("open the store {path}"))
 }
 
+/// The `--store` of a command that takes a LOG, set once from the command line before the
+/// command runs: where a bare session id is looked up, like `$STRATA_STORE`, which it overrides.
+static LOG_STORE_FLAG: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Records the `--store` flag of a LOG-taking command (see [`store_spec`]); only the first call
+/// counts.
+pub fn set_log_store_flag(flag: Option<&str>) {
+    if let Some(flag) = flag {
+        let _ = LOG_STORE_FLAG.set(flag.to_owned());
+    }
+}
+
 /// The store the command line names: `--store`, else `$STRATA_STORE`, else
 /// `$STRATA_DATABASE_URL`; `None` means the default SQLite store.
 pub fn store_spec(flag: Option<&str>) -> Option<String> {
     let env = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
     flag.map(str::to_owned)
+        .or_else(|| LOG_STORE_FLAG.get().cloned())
         .or_else(|| env("STRATA_STORE"))
         .or_else(|| env("STRATA_DATABASE_URL"))
+}
+
+/// dsh's own folder when `spec` names it: `dsh` is `$DSH_HOME` (else `~/.dsh`), `dsh:HOME`
+/// the dsh home `HOME` (the folder holding `sessions/`); `None` for any other store.
+pub fn dsh_root(spec: &str) -> Option<anyhow::Result<DshRoot>> {
+    if spec == "dsh" {
+        return Some(DshRoot::from_env().map_err(anyhow::Error::new));
+    }
+    let home = spec.strip_prefix("dsh:")?;
+    if home.is_empty() {
+        return Some(Err(anyhow::anyhow!(
+            "dsh: names no folder; use `dsh` for $DSH_HOME or `dsh:HOME`"
+        )));
+    }
+    Some(Ok(DshRoot::at_home(home)))
+}
+
+/// The current log file of the session a `dsh#ID` or `dsh:HOME#ID` argument names (`ID` an
+/// id or a unique id prefix); `None` when the argument is not such a reference (or is an
+/// existing file).
+pub fn dsh_reference(arg: &Path) -> Option<Result<PathBuf, LoadError>> {
+    if arg.exists() {
+        return None;
+    }
+    let (spec, query) = arg.to_str()?.rsplit_once('#')?;
+    let root = dsh_root(spec)?;
+    Some(resolve_dsh(root, query))
+}
+
+/// The current log of the session `query` (an id or a unique id prefix) in dsh's folder.
+fn resolve_dsh(root: anyhow::Result<DshRoot>, query: &str) -> Result<PathBuf, LoadError> {
+    let root = root.map_err(LoadError::Io)?;
+    if !root.sessions_dir().is_dir() {
+        return Err(LoadError::Io(anyhow::anyhow!(
+            "{query}: no dsh sessions folder at {} (`dsh:HOME` names a dsh home, the folder \
+             holding sessions/; `dsh` is $DSH_HOME, else ~/.dsh)",
+            root.sessions_dir().display()
+        )));
+    }
+    let session = root
+        .find(query)
+        .map_err(|error| LoadError::Io(anyhow::Error::new(error)))?;
+    Ok(session.file)
 }
 
 /// Whether a store spec is a PostgreSQL address.
@@ -194,6 +262,9 @@ pub fn resolve(arg: &Path, store: Option<&str>) -> Result<Input, LoadError> {
             label: text.to_owned(),
         });
     }
+    if let Some(found) = dsh_reference(arg) {
+        return found.map(Input::File);
+    }
     if is_postgres(text) {
         let (url, id) = postgres_reference(text).map_err(LoadError::Io)?;
         let backend = open_postgres(url, false).map_err(LoadError::Io)?;
@@ -214,6 +285,9 @@ pub fn resolve(arg: &Path, store: Option<&str>) -> Result<Input, LoadError> {
             "cannot open {}: no such file",
             arg.display()
         )));
+    }
+    if let Some(root) = store_spec(store).as_deref().and_then(dsh_root) {
+        return resolve_dsh(root, text).map(Input::File);
     }
     let explicit = store_spec(store).is_some();
     if !explicit {
@@ -444,103 +518,4 @@ fn codec_rule(error: &CodecError) -> String {
         CodecError::TooLarge { .. } => "record-too-large".into(),
         _ => "corrupt-record".into(),
     }
-}
-
-/// A session opened through its store, so that it can be appended to.
-pub(crate) struct WritableSession {
-    /// The store holding the session.
-    pub store: Store,
-    /// The session id.
-    pub id: String,
-    /// How the command line named it, for messages.
-    pub label: String,
-    /// The JSONL store layout the named file sits in (`None` for a stored session).
-    pub layout: Option<JsonlBackend>,
-}
-
-/// Resolves `arg` to a session in a store: a stored session (`sqlite://PATH#ID`, a PostgreSQL
-/// reference or an id in the default store), or a file inside a JSONL store layout
-/// (`ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]`). A loose file is refused, with `hint`
-/// saying what works instead.
-pub(crate) fn writable_session(arg: &Path, hint: &str) -> anyhow::Result<WritableSession> {
-    match resolve(arg, None) {
-        Ok(Input::Stored { store, id, label }) => Ok(WritableSession {
-            store,
-            id,
-            label,
-            layout: None,
-        }),
-        Ok(Input::File(file)) => {
-            let (backend, id) = store_of_file(&file, hint)?;
-            Ok(WritableSession {
-                store: Store::new(backend.clone()),
-                id,
-                label: file.display().to_string(),
-                layout: Some(backend),
-            })
-        }
-        Err(LoadError::Io(error)) => Err(error),
-        Err(LoadError::Invalid(rejection)) => {
-            anyhow::bail!("{}", crate::output::rejection_text(&rejection))
-        }
-    }
-}
-
-/// The JSONL store a log file sits in, and its session id: the file must be the session file
-/// of the directory its header's id and cwd map to, under a root two levels up.
-fn store_of_file(file: &Path, hint: &str) -> anyhow::Result<(JsonlBackend, String)> {
-    let not_in_layout = |why: &str| {
-        anyhow::anyhow!(
-            "{}: not in a session store layout (ROOT/--PROJECT--/ID/session.v3.jsonl): {why}\n\
-             hint: {hint}",
-            file.display()
-        )
-    };
-    let zstd = match file
-        .file_name()
-        .and_then(|name| name.to_str())
-        .and_then(parse_session_file_name)
-    {
-        Some((3, zstd)) => zstd,
-        _ => {
-            return Err(not_in_layout(
-                "the file is not named session.v3.jsonl[.zstd]",
-            ))
-        }
-    };
-    let header = scan_log(file)
-        .with_context(|| format!("reading {}", file.display()))?
-        .header()
-        .clone();
-    let id = header.id().to_owned();
-    // The root is two directories above the file's own: found from its canonical directory,
-    // since a bare or relative name (`session.v3.jsonl` run in the session directory) has no
-    // parents to walk.
-    let session_dir = match file.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    let session_dir = std::fs::canonicalize(session_dir)
-        .with_context(|| format!("resolving the directory of {}", file.display()))?;
-    let root = session_dir
-        .parent()
-        .and_then(Path::parent)
-        .ok_or_else(|| not_in_layout("no store root above it"))?;
-    let compression = if zstd {
-        Compression::Zstd
-    } else {
-        Compression::None
-    };
-    let backend = JsonlBackend::new(JsonlConfig::new(root, compression));
-    let expected = backend
-        .session_dir(header.cwd(), &id)
-        .with_context(|| format!("{}: session id {id:?}", file.display()))?;
-    let same_dir = |dir: &Path| std::fs::canonicalize(dir).ok().as_ref() == Some(&session_dir);
-    if !same_dir(&expected) {
-        return Err(not_in_layout(&format!(
-            "session {id:?} belongs in {}",
-            expected.display()
-        )));
-    }
-    Ok((backend, id))
 }

@@ -13,6 +13,7 @@ mod input;
 mod output;
 mod progress;
 mod report;
+mod writable;
 
 use std::process::ExitCode;
 

@@ -279,3 +279,11 @@ mod compact_model;
 // Any zstd file through the reading commands; writers keep dsh's framing (issue 27).
 #[path = "cli/zstd_files.rs"]
 mod zstd_files;
+
+// dsh's own session folder as a store (issue 27 item 1).
+#[path = "cli/dsh.rs"]
+mod dsh;
+
+// In-place maintenance of a loose log file (issue 27 item 2).
+#[path = "cli/loose.rs"]
+mod loose;

@@ -278,6 +278,17 @@ pub enum StoreError {
         /// What is wrong with it.
         detail: String,
     },
+    /// The store cannot do this at all (a single loose file holds one session: it cannot
+    /// create or delete one), so the caller is told what does.
+    #[error("{store}: cannot {op}: {reason}")]
+    Unsupported {
+        /// The store, as `backend:location`.
+        store: String,
+        /// What was asked.
+        op: &'static str,
+        /// Why not, and what works instead.
+        reason: &'static str,
+    },
     /// A failure injected by a test backend.
     #[error("injected failure: {0}")]
     Injected(String),

@@ -83,6 +83,11 @@ pub struct JsonlConfig {
     pub max_record_len: usize,
     /// zstd level for new frames.
     pub zstd_level: i32,
+    /// Whether writers keep the lazy-resume sidecars (`session.v3.idx`, `session.v3.ckpt`)
+    /// beside the logs they write (default on). Off for a root another program owns, such as
+    /// dsh's own folder: its writers then leave only what dsh itself would (the log and
+    /// `session.lock`), and every open reads the whole log.
+    pub sidecars: bool,
 }
 
 impl JsonlConfig {
@@ -93,7 +98,14 @@ impl JsonlConfig {
             compression,
             max_record_len: DEFAULT_MAX_RECORD_LEN,
             zstd_level: DEFAULT_LEVEL,
+            sidecars: true,
         }
+    }
+
+    /// This configuration without sidecars (see [`JsonlConfig::sidecars`]).
+    pub fn without_sidecars(mut self) -> JsonlConfig {
+        self.sidecars = false;
+        self
     }
 }
 
@@ -294,67 +306,17 @@ impl JsonlBackend {
         ensure_read_to_end(stream, || found.file.display().to_string())?;
         let next_seq = stream.next_seq();
         let torn = stream.torn();
-        let file = open_rw(&found.file)?;
-        sync_what_was_read(&file, &found.file, &found.dir)?;
-        let mut size = file
-            .metadata()
-            .map_err(|source| StoreError::io("stat", &found.file, source))?
-            .len();
-        let mut compressor = if self.zstd() {
-            Some(
-                FrameCompressor::new(self.config.zstd_level)
-                    .map_err(|source| StoreError::io("start zstd for", &found.file, source))?,
-            )
-        } else {
-            None
-        };
-        if let Some(torn) = torn {
-            // Never glue an append onto torn bytes: cut them first, durably, re-appending the
-            // complete records a torn zstd frame held as a fresh frame.
-            let recovered = match &compressor {
-                Some(_) => torn_frame_records(&found.file, torn.offset)?,
-                None => Vec::new(),
-            };
-            file.set_len(torn.offset)
-                .and_then(|()| {
-                    note!(SetLen {
-                        path: found.file.clone(),
-                        len: torn.offset
-                    });
-                    file.sync_all()
-                })
-                .map_err(|source| StoreError::io("truncate torn tail of", &found.file, source))?;
-            note!(Sync(found.file.clone()));
-            size = torn.offset;
-            if let (Some(compressor), false) = (&mut compressor, recovered.is_empty()) {
-                let frame = compressor
-                    .frame(&recovered)
-                    .map_err(|source| StoreError::io("compress", &found.file, source))?;
-                file.write_all_at(&frame, size)
-                    .and_then(|()| {
-                        note!(Write {
-                            path: found.file.clone(),
-                            offset: size,
-                            bytes: frame.clone()
-                        });
-                        file.sync_data()
-                    })
-                    .map_err(|source| {
-                        StoreError::io("re-append recovered records to", &found.file, source)
-                    })?;
-                note!(Sync(found.file.clone()));
-                size += frame.len() as u64;
-            }
-        }
-        let appender = Box::new(JsonlAppender {
-            id: id.to_owned(),
-            path: found.file.clone(),
-            file,
-            size,
-            next_seq,
-            compressor,
-            _lock: lock,
-        });
+        let appender = Box::new(appender_after_read(
+            &found.file,
+            &found.dir,
+            self.zstd().then_some(self.config.zstd_level),
+            AppendStart {
+                id,
+                next_seq,
+                torn,
+                lock,
+            },
+        )?);
         if !resumable {
             return Ok(appender);
         }
@@ -463,6 +425,9 @@ impl Backend for JsonlBackend {
             compressor,
             _lock: lock,
         });
+        if !self.config.sidecars {
+            return Ok(appender);
+        }
         Ok(Box::new(crate::resume::SidecarAppender::new(
             appender,
             id,
@@ -486,10 +451,13 @@ impl Backend for JsonlBackend {
         id: &str,
         load: &mut LoadFn<'_>,
     ) -> Result<Box<dyn LogAppender>, StoreError> {
-        self.open_append_with(id, load, true)
+        self.open_append_with(id, load, self.config.sidecars)
     }
 
     fn scan_resumable(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
+        if !self.config.sidecars {
+            return self.scan(id);
+        }
         let found = self.find_existing(id)?;
         let rows = self.open_log(&found.file, id)?;
         let resumed = crate::resume::resume_stream(
@@ -575,8 +543,94 @@ impl Backend for JsonlBackend {
     }
 }
 
+/// What a read of a log before its first append established: the session, the seq the next
+/// append starts at, the torn tail to cut, and the writer lock held throughout.
+pub(crate) struct AppendStart<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) next_seq: u64,
+    pub(crate) torn: Option<TornInfo>,
+    pub(crate) lock: SessionLock,
+}
+
+/// The appender of a log just read to its end under `start.lock`: makes what was read durable
+/// (the file and the directories up from `dir`), cuts a torn tail (re-appending the complete
+/// records a torn zstd frame held as a fresh frame), and positions the appender at the end.
+/// `zstd_level` is `Some` for a zstd log. Shared by store sessions and loose files, so both
+/// follow one durability rule.
+pub(crate) fn appender_after_read(
+    path: &Path,
+    dir: &Path,
+    zstd_level: Option<i32>,
+    start: AppendStart<'_>,
+) -> Result<JsonlAppender, StoreError> {
+    let AppendStart {
+        id,
+        next_seq,
+        torn,
+        lock,
+    } = start;
+    let file = open_rw(path)?;
+    sync_what_was_read(&file, path, dir)?;
+    let mut size = file
+        .metadata()
+        .map_err(|source| StoreError::io("stat", path, source))?
+        .len();
+    let mut compressor = match zstd_level {
+        Some(level) => Some(
+            FrameCompressor::new(level)
+                .map_err(|source| StoreError::io("start zstd for", path, source))?,
+        ),
+        None => None,
+    };
+    if let Some(torn) = torn {
+        // Never glue an append onto torn bytes: cut them first, durably, re-appending the
+        // complete records a torn zstd frame held as a fresh frame.
+        let recovered = match &compressor {
+            Some(_) => torn_frame_records(path, torn.offset)?,
+            None => Vec::new(),
+        };
+        file.set_len(torn.offset)
+            .and_then(|()| {
+                note!(SetLen {
+                    path: path.to_path_buf(),
+                    len: torn.offset
+                });
+                file.sync_all()
+            })
+            .map_err(|source| StoreError::io("truncate torn tail of", path, source))?;
+        note!(Sync(path.to_path_buf()));
+        size = torn.offset;
+        if let (Some(compressor), false) = (&mut compressor, recovered.is_empty()) {
+            let frame = compressor
+                .frame(&recovered)
+                .map_err(|source| StoreError::io("compress", path, source))?;
+            file.write_all_at(&frame, size)
+                .and_then(|()| {
+                    note!(Write {
+                        path: path.to_path_buf(),
+                        offset: size,
+                        bytes: frame.clone()
+                    });
+                    file.sync_data()
+                })
+                .map_err(|source| StoreError::io("re-append recovered records to", path, source))?;
+            note!(Sync(path.to_path_buf()));
+            size += frame.len() as u64;
+        }
+    }
+    Ok(JsonlAppender {
+        id: id.to_owned(),
+        path: path.to_path_buf(),
+        file,
+        size,
+        next_seq,
+        compressor,
+        _lock: lock,
+    })
+}
+
 /// The exclusive appender of one JSONL log.
-struct JsonlAppender {
+pub(crate) struct JsonlAppender {
     id: String,
     path: PathBuf,
     file: File,
@@ -764,7 +818,7 @@ impl JsonlRows {
     }
 
     /// The rows as a stream, decoded in parallel on helper threads (see `decode_pool`).
-    fn into_stream(self) -> LogStream<'static> {
+    pub(crate) fn into_stream(self) -> LogStream<'static> {
         let header = self.header().clone();
         let location = self.path.display().to_string();
         LogStream::new(header, location, Some(2), DecodePool::new(self))
@@ -1020,7 +1074,7 @@ fn read_all(path: &Path, mut file: File) -> Result<Vec<u8>, StoreError> {
 }
 
 /// Reads only a log's header: the first line (raw) or the first frame (zstd).
-fn read_header(path: &Path, zstd: bool) -> Result<SessionHeader, StoreError> {
+pub(crate) fn read_header(path: &Path, zstd: bool) -> Result<SessionHeader, StoreError> {
     let options = ReaderOptions {
         file: Some(path.to_path_buf()),
         chunk_len: 8 * 1024,
@@ -1040,7 +1094,7 @@ fn read_header(path: &Path, zstd: bool) -> Result<SessionHeader, StoreError> {
 /// The events with seq `from_seq..` of a raw log, read backwards from its end so a tail read
 /// costs O(tail), not O(file). Lines are validated as a contiguous run ending at the last
 /// complete record.
-fn read_tail_raw(
+pub(crate) fn read_tail_raw(
     path: &Path,
     from_seq: u64,
     max_record_len: usize,
@@ -1140,7 +1194,7 @@ fn line_seq(line: &[u8]) -> Option<u64> {
 /// plaintext is checksummed on decompression and their seqs must run contiguously to
 /// `from_seq`. Anything else (no such chain near the end, a frame that does not decompress,
 /// seqs that do not fit) falls back to the whole-file walk, which is the authority.
-fn read_tail_zstd(
+pub(crate) fn read_tail_zstd(
     path: &Path,
     from_seq: u64,
     max_record_len: usize,

@@ -33,6 +33,10 @@ pub use codec::{
     encode_header_line, expand_sources, write_range_sources, CodecError, EventLine, JsonlReader,
     Location, ReaderOptions, TornTail, RETIRED_HEADER_KEYS, V3_HEADER_KEYS,
 };
+pub use dsh_root::{
+    current_log, read_title, DshListing, DshRoot, DshRootError, DshSession, DshSummary,
+    DSH_HOME_ENV, TITLE_EVENT_TYPE,
+};
 pub use error::{AppendError, ForkError, LockHolder, StoreError};
 pub use frames::{scan_frames, FrameError, FrameScan, FrameSpan};
 pub use index::INDEX_FILE_NAME;
@@ -47,6 +51,8 @@ pub use layout::{
 pub use lines::{
     Fragment, LineError, LineScanner, LineScannerConfig, Record, DEFAULT_MAX_RECORD_LEN,
 };
+pub use lock::{SessionLock, LOCK_FILE_NAME};
+pub use loose::{lock_path_for, LooseFile};
 pub use memory::MemoryBackend;
 pub use postgres::{
     FollowFrom, Follower, PostgresBackend, PostgresConfig,
@@ -97,6 +103,7 @@ pub struct ReadmeDoctests;
 mod checkpoint;
 mod codec;
 mod decode_pool;
+mod dsh_root;
 mod error;
 mod frames;
 mod index;
@@ -104,6 +111,7 @@ mod jsonl;
 mod layout;
 mod lines;
 mod lock;
+mod loose;
 mod memory;
 mod postgres;
 mod powerloss;

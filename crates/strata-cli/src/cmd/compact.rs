@@ -4,7 +4,9 @@
 //! needs no open turn. `--dry-run` reads the file, resumes it in memory (crash closers
 //! included) and prints what would be shadowed and the token counts before and after;
 //! otherwise the session is opened for writing through its store (taking the writer lock
-//! and closing a crashed turn durably) and the compaction batch is appended durably.
+//! and closing a crashed turn durably) and the compaction batch is appended durably, and the
+//! seqs appended are reported. Where that is (a loose file as its own store, dsh's folder, an
+//! older generation) is `crate::writable`'s decision.
 
 use std::path::Path;
 
@@ -20,8 +22,9 @@ use strata_store::SessionWriter;
 use super::compact_model::{ModelFlags, ModelSummarizer};
 use super::{load_for_view, report_load_error, Status};
 use crate::cli::Format;
-use crate::input::{resolve, resume_input, writable_session};
+use crate::input::{resolve, resume_input};
 use crate::output;
+use crate::writable::{writable_session, Loose};
 
 pub(crate) fn run(
     file: &Path,
@@ -43,6 +46,11 @@ pub(crate) fn run(
         summarizer = Some(ModelSummarizer::new(model)?);
     }
     let writer = open_for_write(file)?;
+    // The first seq this run writes: the closers and marker the open appended, then the batch.
+    let first_new = writer
+        .added_on_open()
+        .first()
+        .map_or_else(|| writer.durable_len(), |event| event.seq().get());
     let before = writer.with_session(|session| compactor.measure(session));
     let mut host = WriterHost::new(&writer);
     let ids = IdGenerator::seeded(entropy()).next_ids();
@@ -55,10 +63,12 @@ pub(crate) fn run(
     }
     .with_context(|| format!("compacting {}", file.display()))?;
     let after = writer.with_session(|session| compactor.measure(session));
+    let end = writer.durable_len();
     drop(host);
     writer
         .close()
         .with_context(|| format!("closing {}", file.display()))?;
+    report_appended(file, first_new, end)?;
     match outcome {
         None => {
             output::line(&output::visible(&format!(
@@ -92,6 +102,20 @@ pub(crate) fn run(
             Ok(Status::Invalid)
         }
     }
+}
+
+/// Says which seqs the run appended (`first..end`, half-open), or that it wrote nothing.
+fn report_appended(file: &Path, first: u64, end: u64) -> anyhow::Result<()> {
+    let text = match end.checked_sub(first) {
+        Some(0) | None => format!("{}: appended nothing", file.display()),
+        Some(1) => format!("{}: appended seq {first}", file.display()),
+        Some(n) => format!(
+            "{}: appended seqs {first}..={} ({n} events)",
+            file.display(),
+            end - 1
+        ),
+    };
+    output::line(&output::visible(&text))
 }
 
 fn dry_run_report(
@@ -200,10 +224,10 @@ pub(crate) fn load_resumed(file: &Path) -> anyhow::Result<Option<Session>> {
 }
 
 /// Opens the session `arg` names for writing (taking the writer lock; a crashed turn is
-/// closed durably): a stored session (`sqlite://PATH#ID` or an id in the default store), or
-/// a file inside a JSONL store layout (`ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]`).
+/// closed durably): a stored session (`sqlite://PATH#ID` or an id in the default store), a
+/// file inside a JSONL store layout or dsh's folder, or a loose V3 file, appended in place.
 pub(crate) fn open_for_write(arg: &Path) -> anyhow::Result<SessionWriter> {
-    let session = writable_session(arg, "only --dry-run works on a loose file")?;
+    let session = writable_session(arg, Loose::Maintain)?;
     session
         .store
         .open_write(&session.id)

@@ -3,7 +3,9 @@
 //!
 //! IN is one session (a log file, `STORE#ID`: `sqlite://PATH#ID`, `postgres://…#ID`,
 //! `jsonl:DIR#ID`, …) or a whole store (a SQLite file, `sqlite:PATH`, `jsonl:DIR`,
-//! `jsonl-zstd:DIR`, `postgres://…`), whose every session is copied. OUT is a store (created when
+//! `jsonl-zstd:DIR`, `postgres://…`), whose every session is copied; `dsh#ID` is one session of
+//! dsh's own folder and `dsh` (or `dsh:HOME`) all of them, each at its current generation's log
+//! (an older generation is refused, pointing at `strata migrate`). OUT is a store (created when
 //! missing); sessions keep their ids and nothing is added (no repair, no end-seed marker). IN is
 //! never modified, and no store is created on the IN side.
 //!
@@ -21,14 +23,14 @@ use strata_store::{scan_log, LogStream, Store, StoreError, TornInfo};
 use super::import::{torn_tail_json, torn_tail_warning};
 use super::Status;
 use crate::cli::Format;
-use crate::input::{is_postgres, open_postgres, open_store, store_failure, LoadError};
+use crate::input::{dsh_root, is_postgres, open_postgres, open_store, store_failure, LoadError};
 use crate::output;
 use crate::progress::{self, Progress};
 
 /// What IN names.
 enum Source {
-    /// One V3 JSONL log file.
-    File(std::path::PathBuf),
+    /// V3 JSONL log files (one, or the sessions of dsh's folder).
+    Files(Vec<std::path::PathBuf>),
     /// Sessions of a store: one, or (`None`) all of them.
     Store { store: Store, id: Option<String> },
 }
@@ -47,15 +49,17 @@ pub(crate) fn run(input: &str, output_spec: &str, format: Format) -> anyhow::Res
         n_failed: 0,
     };
     match source {
-        Source::File(path) => {
-            let from = path.display().to_string();
-            let mut id = String::new();
-            let result = copy(&target, &format!("converting {from}"), || {
-                let stream = scan_log(&path)?;
-                id = stream.header().id().to_owned();
-                Ok(stream)
-            });
-            tally.report(&id, &from, result)?;
+        Source::Files(paths) => {
+            for path in paths {
+                let from = path.display().to_string();
+                let mut id = String::new();
+                let result = copy(&target, &format!("converting {from}"), || {
+                    let stream = scan_log(&path)?;
+                    id = stream.header().id().to_owned();
+                    Ok(stream)
+                });
+                tally.report(&id, &from, result)?;
+            }
         }
         Source::Store { store, id } => {
             let ids = match id {
@@ -193,7 +197,7 @@ fn copy<'s>(
 fn open_source(input: &str) -> anyhow::Result<Source> {
     let path = Path::new(input);
     if path.is_file() && !is_sqlite_file(path)? {
-        return Ok(Source::File(path.to_path_buf()));
+        return Ok(Source::Files(vec![path.to_path_buf()]));
     }
     let (spec, id) = match input.rsplit_once('#') {
         Some((spec, id)) if !path.exists() && !spec.is_empty() && !id.is_empty() => {
@@ -201,6 +205,20 @@ fn open_source(input: &str) -> anyhow::Result<Source> {
         }
         _ => (input, None),
     };
+    if let Some(root) = dsh_root(spec) {
+        let root = root?;
+        let files = match &id {
+            Some(query) => vec![root.find(query)?.file],
+            None => {
+                let (sessions, problems) = root.sessions()?;
+                if let Some(problem) = problems.first() {
+                    anyhow::bail!("{input}: {problem}");
+                }
+                sessions.into_iter().map(|session| session.file).collect()
+            }
+        };
+        return Ok(Source::Files(files));
+    }
     if is_postgres(spec) {
         let store = Store::new(open_postgres(spec, false)?);
         return Ok(Source::Store { store, id });

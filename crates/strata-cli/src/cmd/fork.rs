@@ -20,8 +20,8 @@ use strata_store::{legacy, session_file_name, write_log, ForkError, Store};
 use super::{load_for_view, Status};
 use crate::cli::Format;
 use crate::input::{load_input, resolve, store_failure, LoadError};
-use crate::input::{writable_session, WritableSession};
 use crate::output;
+use crate::writable::{writable_session, Loose, WritableSession};
 
 /// Forks the log `file` names at seq `at`, into `output` or the source's store.
 pub(crate) fn run(
@@ -92,9 +92,14 @@ fn fork_to_file(file: &Path, at: u64, out: &Path, format: Format) -> anyhow::Res
 fn fork_in_store(file: &Path, at: u64, format: Format) -> anyhow::Result<Status> {
     let session = writable_session(
         file,
-        "pass -o OUT to write the fork as a file, or `strata import` the log into a store",
+        Loose::Refuse(
+            "pass -o OUT to write the fork as a file, or `strata import` the log into a store",
+        ),
     )?;
-    if let Some(status) = check_stored_boundary(file, at, format)? {
+    // The log written may be the V3 successor an older generation in dsh's folder was
+    // migrated to; the boundary is checked on it.
+    let source = session.file.clone().unwrap_or_else(|| file.to_path_buf());
+    if let Some(status) = check_stored_boundary(&source, at, format)? {
         return Ok(status);
     }
     let child_id = new_id();

@@ -1,5 +1,5 @@
-//! `strata import FILE`: copies a V3 JSONL log (raw or zstd) into a store — the default SQLite
-//! store unless `--store` says otherwise — validated as it streams in and stored event for
+//! `strata import FILE`: copies a V3 JSONL log (raw or zstd; `dsh#ID` names one in dsh's own
+//! folder) into a store — the default SQLite store unless `--store` says otherwise — validated as it streams in and stored event for
 //! event; nothing is added (no repair, no end-seed marker). The file is never modified.
 //!
 //! A torn tail — the unfinished last write a crash leaves: an unterminated final line, or a
@@ -16,12 +16,23 @@ use strata_store::{scan_log, StoreError, TornInfo};
 
 use super::Status;
 use crate::cli::Format;
-use crate::input::{open_store, store_failure};
+use crate::input::{dsh_reference, open_store, store_failure, LoadError};
 use crate::output;
 use crate::progress::{self, Progress};
 
-pub(crate) fn run(file: &Path, store: Option<&str>, format: Format) -> anyhow::Result<Status> {
+pub(crate) fn run(arg: &Path, store: Option<&str>, format: Format) -> anyhow::Result<Status> {
     let store = open_store(store)?;
+    // `dsh#ID`: that session's log in dsh's own folder.
+    let resolved = match dsh_reference(arg) {
+        Some(found) => found.map_err(|error| match error {
+            LoadError::Io(error) => error,
+            LoadError::Invalid(rejection) => {
+                anyhow::anyhow!("{}", output::rejection_text(&rejection))
+            }
+        })?,
+        None => arg.to_path_buf(),
+    };
+    let file = resolved.as_path();
     let label = file.display().to_string();
     let progress = Progress::new(&format!("importing {label}"));
     let imported = scan_log(file).and_then(|stream| {

@@ -1,5 +1,12 @@
 //! `strata migrate`: carry an older dsh log (v0, v1, v2) to V3 beside it, verified, never
 //! touching the source (persistence §2.10; the work is `strata_store::migrate::migrate_file`).
+//!
+//! FILE is a path, or a session of dsh's folder (`dsh#ID`, or an id with `--store dsh`), whose
+//! current log is migrated. A file named as a dsh session file (`session[.vN].jsonl[.zstd]`) is
+//! migrated under its directory's writer lock, `session.lock`, as dsh migrates: no dsh writer
+//! appends to the source while its successor is written, and a second migration is refused.
+
+use std::path::Path;
 
 use serde_json::json;
 use strata_store::legacy::generation_name;
@@ -7,9 +14,23 @@ use strata_store::migrate::{migrate_file, MigrateError};
 
 use super::Status;
 use crate::cli::Format;
+use crate::input::{resolve, Input, LoadError};
 use crate::output;
+use crate::writable::lock_session_dir;
 
-pub(crate) fn run(file: &std::path::Path, format: Format) -> anyhow::Result<Status> {
+pub(crate) fn run(arg: &Path, format: Format) -> anyhow::Result<Status> {
+    let file = match resolve(arg, None) {
+        Ok(Input::File(file)) => file,
+        Ok(Input::Stored { label, .. }) => anyhow::bail!(
+            "{label}: a stored session is V3 already; migrate takes an older generation's file"
+        ),
+        Err(LoadError::Io(error)) => return Err(error),
+        Err(LoadError::Invalid(rejection)) => {
+            anyhow::bail!("{}", output::rejection_text(&rejection))
+        }
+    };
+    let file = file.as_path();
+    let _lock = lock_session_dir(file)?;
     match migrate_file(file) {
         Ok(report) => {
             let source = generation_name(report.source_generation);

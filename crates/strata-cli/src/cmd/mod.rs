@@ -39,32 +39,37 @@ pub enum Status {
 
 /// Runs the parsed command.
 pub fn run(cli: Cli) -> anyhow::Result<Status> {
+    crate::input::set_log_store_flag(cli.command.log_store_flag());
     match cli.command {
-        Command::Validate { files, format } => validate::run(&files, format),
-        Command::Surface { file, format } => surface::run(&file, format),
+        Command::Validate { files, format, .. } => validate::run(&files, format),
+        Command::Surface { file, format, .. } => surface::run(&file, format),
         Command::Messages {
             file,
             shape,
             at,
             format,
+            ..
         } => messages::run(&file, shape, at, format),
-        Command::Inspect { file, format } => inspect::run(&file, format),
+        Command::Inspect { file, format, .. } => inspect::run(&file, format),
         Command::Repair {
             file,
             dry_run,
             format,
+            ..
         } => repair::run(&file, dry_run, format),
         Command::Fork {
             file,
             at,
             output,
             format,
+            ..
         } => fork::run(&file, at, output.as_deref(), format),
         Command::Demo { store } => demo::run(store.store.as_deref()),
         Command::Report {
             file,
             output,
             force,
+            ..
         } => report::run(&file, &output, force),
         Command::Completions { shell } => completions::run(shell),
         Command::Chat { agent } => chat::run(&agent),
@@ -73,7 +78,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Status> {
             agent,
             json,
         } => run::run(&prompt, &agent, json),
-        Command::Migrate { file, format } => migrate::run(&file, format),
+        Command::Migrate { file, format, .. } => migrate::run(&file, format),
         Command::Sessions { store, format } => sessions::run(store.store.as_deref(), format),
         Command::Import {
             file,
@@ -92,6 +97,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Status> {
             dry_run,
             model_script,
             model,
+            ..
         } => compact::run(
             &file,
             offline,
@@ -101,7 +107,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Status> {
                 model,
             },
         ),
-        Command::Prune { file, dry_run } => prune::run(&file, dry_run),
+        Command::Prune { file, dry_run, .. } => prune::run(&file, dry_run),
         Command::Tail {
             reference,
             from,

@@ -4,9 +4,10 @@
 //! bracket's `compaction/end`, the open turn's closers, then the end-seed marker, computed by
 //! [`strata_compact::plan_repair`] and appended under the writer lock by
 //! [`strata_compact::repair_stored`]. A log with nothing open is left untouched, so repairing
-//! twice writes once. `--dry-run` prints the closers and writes nothing (it works on any log,
-//! including a loose file); a real repair needs the session's store: a stored session, or a
-//! file inside a JSONL store layout (`ROOT/--PROJECT--/ID/session.v3.jsonl[.zstd]`).
+//! twice writes once. `--dry-run` prints the closers and writes nothing. A real repair opens
+//! the session through its store: a stored session, a file inside a JSONL store layout or
+//! dsh's folder, or a loose V3 file, which is appended in place under its own writer lock
+//! (`strata_store::LooseFile`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -19,13 +20,14 @@ use strata_store::{encode_event_line, legacy};
 
 use super::{report_load_error, Status};
 use crate::cli::Format;
-use crate::input::{resolve, resume_input, store_failure, writable_session};
+use crate::input::{resolve, resume_input, store_failure};
 use crate::output;
+use crate::writable::{writable_session, Loose};
 
 /// Repairs the log `file` names, or (`dry_run`) prints what a repair would append.
 pub(crate) fn run(file: &Path, dry_run: bool, format: Format) -> anyhow::Result<Status> {
-    refuse_older_generation(file)?;
     let (label, added) = if dry_run {
+        refuse_older_generation(file)?;
         // Planned as the repair itself runs: the rows stream into the resumed session.
         let options = SeedOptions {
             marker_time: system_clock_ms(),
@@ -43,10 +45,7 @@ pub(crate) fn run(file: &Path, dry_run: bool, format: Format) -> anyhow::Result<
             Err(error) => return report_load_error(error, format),
         }
     } else {
-        let session = writable_session(
-            file,
-            "--dry-run works on any file; to repair it, `strata import` it into a store",
-        )?;
+        let session = writable_session(file, Loose::Maintain)?;
         match repair_stored(&session.store, &session.id, system_clock_ms()) {
             Ok(added) => (session.label, added),
             Err(error) => return report_load_error(store_failure(&session.label, error), format),

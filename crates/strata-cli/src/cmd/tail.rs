@@ -5,7 +5,8 @@
 //! [`Follower`] woken by the appending transaction's `NOTIFY`, so a session written on another
 //! host shows up as it commits. Any other store is polled (`read_from` every quarter second).
 //! Events are printed in seq order, each once: the last `-n` stored events (or from `--from`),
-//! then every new one. `--json` prints each event as one V3 JSON line.
+//! then every new one. `--json` prints each event as one V3 JSON line. A V3 log file (a session
+//! of dsh's folder, `dsh#ID`, included) is polled the same way, read only.
 
 use std::time::Duration;
 
@@ -58,8 +59,23 @@ impl Source {
                     anyhow::anyhow!(output::rejection_text(&rejection))
                 }
             })?;
-        let Input::Stored { store, id, .. } = input else {
-            anyhow::bail!("{reference}: tail follows a stored session, not a file");
+        let (store, id) = match input {
+            Input::Stored { store, id, .. } => (store, id),
+            // A V3 file (dsh's folder included) is followed as a store of its one session,
+            // read only: nothing is written beside it.
+            Input::File(file) => {
+                if let Ok((generation, _)) = strata_store::legacy::sniff(&file) {
+                    if generation != strata_core::Generation::V3 {
+                        anyhow::bail!(
+                            "{reference}: tail follows V3 logs; this is a {} log",
+                            strata_store::legacy::generation_name(generation)
+                        );
+                    }
+                }
+                let backend = strata_store::LooseFile::open(&file)?;
+                let id = backend.session_id()?;
+                (strata_store::Store::new(backend), id)
+            }
         };
         let next_seq = match from {
             FollowFrom::Seq(seq) => seq,

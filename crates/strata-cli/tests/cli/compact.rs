@@ -98,21 +98,23 @@ fn an_offline_compaction_appends_one_bracketed_batch_that_validates() {
 }
 
 #[test]
-fn a_loose_file_can_be_planned_but_not_written() {
+fn a_loose_file_is_planned_by_a_dry_run_and_compacted_in_place() {
     let loose = tempfile::tempdir().expect("temp dir");
     let file = loose.path().join("copy.v3.jsonl");
     std::fs::copy(sample(), &file).expect("copy");
-    strata()
-        .args(["compact", "--offline"])
-        .arg(&file)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("not in a session store layout"));
+    let before = std::fs::read(&file).expect("read");
     strata()
         .args(["compact", "--offline", "--dry-run"])
         .arg(&file)
         .assert()
         .success();
+    assert_eq!(std::fs::read(&file).expect("read"), before);
+    let text = stdout_of(strata().args(["compact", "--offline"]).arg(&file));
+    assert!(
+        text.contains(": appended seqs 132..=136 (5 events)"),
+        "{text}"
+    );
+    strata_conformance::format_oracle::assert_accepted(&[&file]);
 }
 
 /// dsh accepts a tool-result rewrite only inside an open turn, and a stored session has none:

@@ -690,14 +690,13 @@ mod repair {
         );
     }
 
+    /// Issue 27: a loose file is repaired in place under its own lock; `--dry-run` still
+    /// writes nothing.
     #[test]
-    fn a_loose_file_is_refused_unless_dry_run() {
+    fn a_loose_file_is_repaired_in_place_and_a_dry_run_writes_nothing() {
         let scratch = tempfile::tempdir().expect("temp dir");
         let cut = sample_prefix(scratch.path(), 45, "cut.jsonl");
         let before = std::fs::read(&cut).expect("read");
-        let (_, stderr) = run(quiet(scratch.path()).arg("repair").arg(&cut), 2);
-        assert!(stderr.contains("not in a session store layout"), "{stderr}");
-        assert!(stderr.contains("hint: "), "{stderr}");
         run(
             quiet(scratch.path())
                 .args(["repair", "--dry-run"])
@@ -705,6 +704,15 @@ mod repair {
             0,
         );
         assert_eq!(std::fs::read(&cut).expect("read"), before);
+        let value = run_json(
+            quiet(scratch.path()).args(["repair", "--json"]).arg(&cut),
+            0,
+        );
+        assert_eq!(value["repaired"], true);
+        let after = std::fs::read(&cut).expect("read");
+        assert_eq!(&after[..before.len()], &before[..]);
+        validate_ok(scratch.path(), cut.to_str().expect("utf8"));
+        strata_conformance::format_oracle::assert_accepted(&[&cut]);
     }
 
     #[test]
