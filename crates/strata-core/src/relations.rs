@@ -22,6 +22,7 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -123,8 +124,10 @@ pub struct Head {
     pub head: Option<u64>,
     /// Whether any surface event was accepted.
     pub surface_started: bool,
-    /// `turn` and `step` of the last `step/start` not yet closed by `step/end` or `turn/end`.
-    pub open_step: Option<(Option<Value>, Option<Value>)>,
+    /// `turn` and `step` of the last `step/start` not yet closed by `step/end` or `turn/end`
+    /// (held as counts: a head state is copied at every step boundary, and a number's `Value`
+    /// is a heap string under `arbitrary_precision`).
+    pub(crate) open_step: Option<(Option<facts::Num>, Option<facts::Num>)>,
 }
 
 /// The state of one retry policy chain of the open turn.
@@ -151,8 +154,9 @@ pub struct Bounded {
     pub next_step: u64,
     /// The tool calls advertised in the open step, in advertisement order.
     pub calls: Vec<Call>,
-    /// The provider of the latest `request/header` (never reset).
-    pub provider: Option<Value>,
+    /// The provider of the latest `request/header` (never reset; shared, as the bounded state
+    /// is copied at every turn and step boundary).
+    pub provider: Option<Arc<Value>>,
     /// The retry chains of the open turn.
     pub chains: Vec<Chain>,
     /// The open compaction.
@@ -676,12 +680,13 @@ impl Relations {
         let head = if quiet {
             None
         } else {
-            let facts_turn = message.turn.as_ref().map(facts::Num::value);
-            let facts_step = message.step.as_ref().map(facts::Num::value);
+            // A type with facts has its `turn` and `step` as counts already.
+            let payload_turn = turn.map(facts::Num::of_ref);
+            let payload_step = step.map(facts::Num::of_ref);
             let (turn, step) = if has_facts {
-                (facts_turn.as_deref(), facts_step.as_deref())
+                (message.turn.as_ref(), message.step.as_ref())
             } else {
-                (turn, step)
+                (payload_turn.as_ref(), payload_step.as_ref())
             };
             Some(head_rules(&self.bounded.head, event, turn, step, data)?)
         };
@@ -932,7 +937,8 @@ impl Relations {
                     .get("header")
                     .and_then(|header| header.get("config"))
                     .and_then(|config| config.get("provider"))
-                    .cloned();
+                    .cloned()
+                    .map(Arc::new);
             }
             Judged::RequestContext if b.open_turn.is_none() => {
                 return Err(refuse(
@@ -952,7 +958,7 @@ impl Relations {
                     ));
                 }
                 let provider = field(data, "provider");
-                if b.provider.is_none() || !same(provider, b.provider.as_ref()) {
+                if b.provider.is_none() || !same(provider, b.provider.as_deref()) {
                     return Err(refuse(
                         Rule::RetryProviderMismatch,
                         "llm/retry provider does not match the open request/header",
@@ -1433,13 +1439,9 @@ pub(crate) fn head_rules_of(head: &Head, event: &Event) -> Result<Head, AcceptEr
     );
     if reads {
         let data = event.data_uncached();
-        head_rules(
-            head,
-            event,
-            field(&data, "turn"),
-            field(&data, "step"),
-            &data,
-        )
+        let turn = field(&data, "turn").map(facts::Num::of_ref);
+        let step = field(&data, "step").map(facts::Num::of_ref);
+        head_rules(head, event, turn.as_ref(), step.as_ref(), &data)
     } else {
         head_rules(head, event, None, None, &Value::Null)
     }
@@ -1451,8 +1453,8 @@ pub(crate) fn head_rules_of(head: &Head, event: &Event) -> Result<Head, AcceptEr
 fn head_rules(
     head: &Head,
     event: &Event,
-    turn: Option<&Value>,
-    step: Option<&Value>,
+    turn: Option<&facts::Num>,
+    step: Option<&facts::Num>,
     data: &Value,
 ) -> Result<Head, AcceptError> {
     let mut head = head.clone();
@@ -1494,7 +1496,8 @@ fn head_rules(
             .open_step
             .as_ref()
             .is_some_and(|(open_turn, open_step)| {
-                same(open_turn.as_ref(), turn) && same(open_step.as_ref(), step)
+                facts::Num::same(open_turn.as_ref(), turn)
+                    && facts::Num::same(open_step.as_ref(), step)
             });
         if !in_step {
             return Err(refuse(
@@ -1724,7 +1727,9 @@ impl Relations {
             (
                 "openStep",
                 b.head.open_step.as_ref().map(|(turn, step)| {
-                    object(vec![("turn", turn.clone()), ("step", step.clone())])
+                    let value =
+                        |num: &Option<facts::Num>| num.as_ref().map(|num| num.value().into_owned());
+                    object(vec![("turn", value(turn)), ("step", value(step))])
                 }),
             ),
         ]);
@@ -1776,7 +1781,7 @@ impl Relations {
             ("openStep", b.open_step.map(Value::from)),
             ("nextStep", Some(b.next_step.into())),
             ("calls", Some(calls.into())),
-            ("provider", b.provider.clone()),
+            ("provider", b.provider.as_deref().cloned()),
             ("chains", Some(chains.into())),
             ("compaction", compaction),
             ("head", Some(head)),
@@ -1839,9 +1844,12 @@ impl Relations {
                 Some(seq) => Some(seq.as_u64()?),
             },
             surface_started: get_bool(head_value, "surfaceStarted")?,
-            open_step: head_value
-                .get("openStep")
-                .map(|open| (open.get("turn").cloned(), open.get("step").cloned())),
+            open_step: head_value.get("openStep").map(|open| {
+                (
+                    open.get("turn").map(facts::Num::of_ref),
+                    open.get("step").map(facts::Num::of_ref),
+                )
+            }),
         };
         let optional_u64 = |key: &str| match value.get(key) {
             None => Some(None),
@@ -1853,7 +1861,7 @@ impl Relations {
             open_step: optional_u64("openStep")?,
             next_step: get_u64(value, "nextStep")?,
             calls,
-            provider: value.get("provider").cloned(),
+            provider: value.get("provider").cloned().map(Arc::new),
             chains,
             compaction,
             head,

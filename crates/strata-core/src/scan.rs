@@ -489,7 +489,7 @@ impl<'a> Scanner<'a> {
         let (content, escaped) = self.string_end(start, start + stop, true)?;
         // A reserved code point is held behind a marker (the `json` module), so such a
         // string is read as one with escapes is.
-        let plain = !escaped && !(leads && crate::json::has_reserved(content));
+        let plain = !(escaped || (leads && crate::json::has_reserved(content)));
         Some((content, plain))
     }
 

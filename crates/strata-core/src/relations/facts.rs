@@ -107,7 +107,7 @@ impl Num {
     }
 
     /// [`Num::of`] of a borrowed value (copied only when it is not a count).
-    fn of_ref(value: &Value) -> Num {
+    pub(crate) fn of_ref(value: &Value) -> Num {
         safe_count(value).map_or_else(|| Num::Other(Box::new(value.clone())), Num::Int)
     }
 
@@ -116,6 +116,17 @@ impl Num {
         match self {
             Num::Int(m) => *m == n,
             Num::Other(value) => non_negative_safe_integer(value) == Some(n),
+        }
+    }
+
+    /// JavaScript `===` of two optional values (absent equals absent), as
+    /// `relations::same` compares them.
+    pub(crate) fn same(left: Option<&Num>, right: Option<&Num>) -> bool {
+        match (left, right) {
+            (None, None) => true,
+            (Some(Num::Int(a)), Some(Num::Int(b))) => a == b,
+            (Some(a), Some(b)) => super::same(Some(&a.value()), Some(&b.value())),
+            _ => false,
         }
     }
 
