@@ -623,7 +623,12 @@ impl Session {
         if self.surface_only {
             return Ok(Change::default());
         }
-        let older_humans = self.older_humans(context, event)?;
+        // Only a resumed session's titles look below its checkpoint.
+        let older_humans = if self.relations.growing.human_users_from == 0 {
+            Vec::new()
+        } else {
+            self.older_humans(context, event)?
+        };
         relate(
             context,
             &self.relations,
