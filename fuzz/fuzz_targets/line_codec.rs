@@ -1,3 +1,4 @@
+//! Fuzz target `line_codec`: the V3 line codec (header, rows, torn tail, oversized records) (docs/testing.md, "Fuzzing").
 #![no_main]
 libfuzzer_sys::fuzz_target!(
     // The allocator's thresholds and the store's inline decoding (see init_fuzzing).

@@ -1,3 +1,4 @@
+//! Fuzz target `offset_index`: the JSONL offset-index reader (docs/testing.md, "Fuzzing").
 #![no_main]
 libfuzzer_sys::fuzz_target!(
     // The allocator's thresholds and the store's inline decoding (see init_fuzzing).

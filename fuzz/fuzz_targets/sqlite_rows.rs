@@ -1,3 +1,4 @@
+//! Fuzz target `sqlite_rows`: the SQLite row decoder (docs/testing.md, "Fuzzing").
 #![no_main]
 libfuzzer_sys::fuzz_target!(
     // The store's decode pool runs inline: the same reading and decoding, no threads per input.

@@ -22,5 +22,3 @@ mod retries;
 mod scripted;
 
 // House-style checks on the crate's own sources.
-#[path = "llm/tidy.rs"]
-mod tidy;

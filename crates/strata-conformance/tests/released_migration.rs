@@ -24,8 +24,8 @@
 //!
 //! Without `node` or the oracle this prints a loud SKIP and succeeds, unless
 //! `STRATA_REQUIRE_FORMAT_ORACLE=1`. Generated logs need `python3` and the v0 oracle's
-//! `gen.py` (`$ORACLE_HOME/../gen.py` or `/work/shared/oracle/gen.py` via
-//! `STRATA_GEN_PY`); without them only the fixtures run (said so loudly).
+//! `gen.py` (`STRATA_GEN_PY`, else `$ORACLE_HOME/gen.py`, else the oracle folder beside the
+//! repository, `../shared/oracle/gen.py`); without them only the fixtures run (said so loudly).
 
 use std::collections::BTreeMap;
 use std::env;
@@ -448,7 +448,9 @@ fn generate(dir: &Path, seed: u64, n: u64) -> Result<Vec<(String, PathBuf)>, Str
                 .map(|home| PathBuf::from(home).join("gen.py"))
                 .filter(|path| path.exists())
         })
-        .unwrap_or_else(|| PathBuf::from("/work/shared/oracle/gen.py"));
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/oracle/gen.py")
+        });
     if !gen.exists() {
         return Err(format!("{} is missing (set STRATA_GEN_PY)", gen.display()));
     }

@@ -12,7 +12,7 @@
 //! recorded at the end; one untimed open then adds the end-seed marker. Generation is never
 //! timed, and the logs are cached on disk between runs.
 //!
-//! Run: `STRATA_BENCH_DIR=/work/bench-resume cargo bench -p strata-store --bench resume`.
+//! Run: `STRATA_BENCH_DIR=DIR cargo bench -p strata-store --bench resume`.
 //! Knobs: `STRATA_BENCH_SIZES` (comma-separated event counts, default
 //! `10000,100000,1000000,5000000`), `STRATA_BENCH_BACKENDS` (default `zstd,sqlite`; also
 //! `raw` and `postgres`), `STRATA_BENCH_DIR` (default `$TMPDIR/strata-bench-resume`; logs are

@@ -21,7 +21,7 @@
 //! with reasoning and tool calls, tool results, request headers, compactions, prunes), written
 //! as dsh writes them: one append batch (and one zstd frame) per 512 events.
 //!
-//! Run: `STRATA_BENCH_DIR=/work/bench-store cargo bench -p strata-store --bench store`.
+//! Run: `STRATA_BENCH_DIR=DIR cargo bench -p strata-store --bench store`.
 //! Knobs: `STRATA_BENCH_EVENTS` (default 1,000,000 events per load log), `STRATA_BENCH_CONTENT`
 //! (comma-separated `SynthConfig::content_bytes` values, default `1024,120`),
 //! `STRATA_BENCH_APPENDS` (default 400 appends per append case), `STRATA_BENCH_DIR` (default a

@@ -1,3 +1,6 @@
+//! Tests of the two-pass proptest macro: the fixed pass first, the fresh seed printed and
+//! reproducible on failure.
+
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 

@@ -1,3 +1,6 @@
+//! Tests of the held-string JSON layer: parsing, the held form of lone surrogates, and
+//! writing as `JSON.stringify` does.
+
 use serde_json::{json, Value};
 
 use super::*;

@@ -575,7 +575,7 @@ pub(crate) fn bad_candidate(session: &Session, kind: usize, pick: usize) -> (Can
     unreachable!("mutations 3–7 always apply")
 }
 
-// §6.3 / §6.5 (brief property a): the incremental surface equals the reference
+// §6.3 / §6.5 (property S1, docs/testing.md): the incremental surface equals the reference
 // model and an offline fold of the same log, nodes and replace generation.
 #[test]
 fn properties_incremental_surface_equals_fold_and_model() {
@@ -596,7 +596,7 @@ fn properties_incremental_surface_equals_fold_and_model() {
     });
 }
 
-// §7.1 (brief property b): derive_messages, called at random points while the
+// §7.1 (property S2, docs/testing.md): derive_messages, called at random points while the
 // log grows, equals a from-scratch projection of a freshly restored session.
 #[test]
 fn properties_cached_messages_equal_scratch_derivation() {
@@ -614,7 +614,7 @@ fn properties_cached_messages_equal_scratch_derivation() {
     });
 }
 
-// §1.5 / §6.3 (brief property c): a rejected append — a valid log's candidate
+// §1.5 / §6.3 (property S3, docs/testing.md): a rejected append — a valid log's candidate
 // mutated to break coverage, endpoints, type, sources, the system head, a
 // prune, a data rule or JSON losslessness — is refused with the expected rule
 // and leaves events, surface, generation, messages and header unchanged.
@@ -640,7 +640,7 @@ fn properties_rejected_append_changes_nothing() {
     });
 }
 
-// DESIGN "byte-identical" (brief property d): write → read → restore → write
+// DESIGN "byte-identical" (property S4, docs/testing.md): write → read → restore → write
 // is byte-identical for every event.
 #[test]
 fn properties_write_read_restore_round_trip_is_byte_identical() {
@@ -661,7 +661,7 @@ fn properties_write_read_restore_round_trip_is_byte_identical() {
     });
 }
 
-// §6.3 (brief property e): append_batch with a bad candidate in the middle
+// §6.3 (property S5, docs/testing.md): append_batch with a bad candidate in the middle
 // is refused as a whole and leaves everything unchanged.
 #[test]
 fn properties_batch_with_a_bad_candidate_changes_nothing() {
@@ -931,7 +931,7 @@ fn mutate_row(row: &Value, next: u64, kind: usize) -> Option<(Value, Vec<Rule>)>
     }
 }
 
-// §1.5 / §6.3 (brief property c, second form): the log's own next candidate,
+// §1.5 / §6.3 (property S3, second form): the log's own next candidate,
 // mutated (marker dropped or added, type changed, coverage broken, endpoints
 // swapped, itself cited), is refused and changes nothing; the original
 // candidate is then accepted.

@@ -2,7 +2,7 @@
 //!
 //! A fixture is looser than a stored log (persistence §9): the header line is optional, and an
 //! event may omit `seq` and `time`. This module reads one exactly as the dsh oracle does
-//! (`/work/shared/oracle/oracle.mjs`), so strata and upstream judge the same events:
+//! (`oracle.mjs` of the oracle folder, docs/testing.md), so strata and upstream judge the same events:
 //!
 //! - blank lines are skipped and a trailing `\r` is dropped;
 //! - the first line is the header when it is an object with `type: "session"` and no event came

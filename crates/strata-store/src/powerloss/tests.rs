@@ -51,7 +51,7 @@ use crate::synth::turn_candidates;
 use crate::{Compression, JsonlBackend, JsonlConfig, SessionWriter, Store};
 
 const ID: &str = "powerloss";
-const CWD: &str = "/work/project";
+const CWD: &str = "/home/user/project";
 
 fn states_per_point() -> usize {
     std::env::var("STRATA_POWERLOSS_STATES")

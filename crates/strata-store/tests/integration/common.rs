@@ -70,7 +70,7 @@ pub fn header(id: &str, created_at: u64) -> SessionHeader {
     SessionHeader::new(HeaderSpec {
         id: id.to_owned(),
         created_at,
-        cwd: Some("/work/project".to_owned()),
+        cwd: Some("/home/user/project".to_owned()),
         ..HeaderSpec::default()
     })
     .unwrap()

@@ -87,7 +87,7 @@ fn log_path(root: &Path, kind: Kind, id: &str) -> Option<PathBuf> {
         compression,
     ));
     let dir = backend
-        .session_dir(Some("/work/project"), id)
+        .session_dir(Some("/home/user/project"), id)
         .expect("session dir");
     let name = if compression == Compression::Zstd {
         "session.v3.jsonl.zstd"

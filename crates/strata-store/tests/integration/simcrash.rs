@@ -53,7 +53,7 @@ fn log_path(root: &Path, compression: Compression) -> PathBuf {
         Compression::Zstd => "session.v3.jsonl.zstd",
     };
     JsonlBackend::new(JsonlConfig::new(root, compression))
-        .session_dir(Some("/work/project"), ID)
+        .session_dir(Some("/home/user/project"), ID)
         .expect("dir")
         .join(name)
 }

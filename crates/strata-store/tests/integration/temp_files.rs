@@ -50,7 +50,7 @@ fn a_jsonl_create_removes_a_killed_writers_temp_and_keeps_a_live_ones() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("root");
-        let session_dir = root.join("--work-project--").join("s1");
+        let session_dir = root.join("--home-user-project--").join("s1");
         fs::create_dir_all(&session_dir).unwrap();
         let target = session_dir.join(file_name);
         let stale = plant_stale(&target, "0123456789ab");

@@ -21,7 +21,7 @@ fn log_path(root: &Path, compression: Compression) -> PathBuf {
         Compression::Zstd => "session.v3.jsonl.zstd",
     };
     backend(root, compression)
-        .session_dir(Some("/work/project"), ID)
+        .session_dir(Some("/home/user/project"), ID)
         .unwrap()
         .join(name)
 }

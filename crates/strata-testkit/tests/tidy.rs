@@ -1,0 +1,215 @@
+//! Workspace tidy checks: the rules ARCHITECTURE.md states about the whole repository, checked
+//! on every test run so a change that breaks one fails here instead of in a reviewer's head.
+//!
+//! - every Rust file opens with a `//!` doc saying what it is for;
+//! - strata-core does no I/O: its sources name no file system, network, thread, process,
+//!   environment or clock API;
+//! - no absolute path of a development machine stands in the repository (the repository must
+//!   stand on its own on any machine);
+//! - the crate graph points down: a library depends only on crates in layers below its own.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+/// The workspace root (this crate lives at `crates/strata-testkit`).
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Directories never walked: build output, version control, fuzzing's own output and
+/// corpora (generated inputs, not sources).
+const SKIPPED_DIRS: [&str; 5] = ["target", ".git", "corpus", "artifacts", "node_modules"];
+
+/// Every file under `dir` whose name ends with one of `extensions`.
+fn files(dir: &Path, extensions: &[&str], found: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if path.is_dir() {
+            if !SKIPPED_DIRS.contains(&name.as_ref()) {
+                files(&path, extensions, found);
+            }
+        } else if extensions.iter().any(|ext| name.ends_with(ext)) {
+            found.push(path);
+        }
+    }
+}
+
+fn relative(path: &Path) -> String {
+    let root = root();
+    path.strip_prefix(&root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn every_rust_file_starts_with_a_module_doc() {
+    let mut rust = Vec::new();
+    files(&root().join("crates"), &[".rs"], &mut rust);
+    files(&root().join("fuzz"), &[".rs"], &mut rust);
+    assert!(rust.len() > 200, "found only {} Rust files", rust.len());
+    let undocumented: Vec<String> = rust
+        .iter()
+        .filter(|path| {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            !text.starts_with("//!")
+        })
+        .map(|path| relative(path))
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "these files do not open with a `//!` doc: {undocumented:#?}"
+    );
+}
+
+/// What the core may not name: its callers bring the bytes, the threads and the time.
+const CORE_FORBIDDEN: [&str; 8] = [
+    "std::fs",
+    "std::net",
+    "std::thread",
+    "std::process",
+    "std::env",
+    "Instant",
+    "SystemTime",
+    "std::io::std",
+];
+
+#[test]
+fn the_core_does_no_io() {
+    let mut sources = Vec::new();
+    files(
+        &root().join("crates/strata-core/src"),
+        &[".rs"],
+        &mut sources,
+    );
+    assert!(
+        sources.len() > 20,
+        "found only {} core files",
+        sources.len()
+    );
+    let mut found = Vec::new();
+    for path in &sources {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        for (number, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code.starts_with("//") {
+                continue;
+            }
+            for name in CORE_FORBIDDEN {
+                if code.contains(name) {
+                    found.push(format!("{}:{}: {name}", relative(path), number + 1));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "strata-core names I/O: {found:#?}");
+}
+
+/// Roots of the machines this repository was developed on; a path under one of them works
+/// only there.
+const MACHINE_ROOTS: [&str; 2] = ["/work/", "/root/"];
+
+#[test]
+fn no_machine_paths_stand_in_the_repository() {
+    let mut texts = Vec::new();
+    files(
+        &root(),
+        &[
+            ".rs", ".md", ".toml", ".sh", ".txt", ".py", ".mjs", ".yml", ".json",
+        ],
+        &mut texts,
+    );
+    let scripts = root().join("scripts");
+    files(&scripts, &[""], &mut texts);
+    files(&root().join(".ci"), &[""], &mut texts);
+    assert!(texts.len() > 200, "found only {} text files", texts.len());
+    let mut found = Vec::new();
+    for path in &texts {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        for (number, line) in text.lines().enumerate() {
+            if MACHINE_ROOTS.iter().any(|root| line.contains(root)) {
+                found.push(format!(
+                    "{}:{}: {}",
+                    relative(path),
+                    number + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    // This file names the roots it looks for, and only in the constant above.
+    found.retain(|hit| !hit.starts_with("crates/strata-testkit/tests/tidy.rs"));
+    assert!(found.is_empty(), "machine paths: {found:#?}");
+}
+
+/// The layers, lowest first. A crate's normal dependencies may only name crates of a lower
+/// layer; dev-dependencies (tests asking an oracle, shared test support) may name any.
+const LAYERS: [&[&str]; 5] = [
+    &["strata-core", "strata-testkit"],
+    &["strata-store"],
+    &["strata-compact"],
+    &["strata-agent"],
+    &["strata-cli", "strata-conformance", "strata-fuzz"],
+];
+
+fn layer(name: &str) -> Option<usize> {
+    LAYERS.iter().position(|layer| layer.contains(&name))
+}
+
+#[test]
+fn the_crate_graph_points_down() {
+    let output = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(root())
+        .output()
+        .expect("run cargo metadata");
+    assert!(
+        output.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: Value = serde_json::from_slice(&output.stdout).expect("cargo metadata's JSON");
+    let packages = metadata["packages"].as_array().expect("packages");
+    assert!(
+        packages.len() >= 8,
+        "found only {} packages",
+        packages.len()
+    );
+    let mut wrong = Vec::new();
+    for package in packages {
+        let name = package["name"].as_str().unwrap_or_default();
+        let Some(own) = layer(name) else {
+            wrong.push(format!("{name} is in no layer of LAYERS"));
+            continue;
+        };
+        for dependency in package["dependencies"].as_array().into_iter().flatten() {
+            let target = dependency["name"].as_str().unwrap_or_default();
+            let normal = dependency["kind"].is_null();
+            match layer(target) {
+                Some(below) if normal && below >= own => wrong.push(format!(
+                    "{name} (layer {own}) depends on {target} (layer {below})"
+                )),
+                None if target.starts_with("strata") => {
+                    wrong.push(format!("{name} depends on {target}, which is in no layer"))
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "the crate graph: {wrong:#?}");
+}
