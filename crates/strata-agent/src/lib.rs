@@ -8,9 +8,16 @@
 //! network; it must never write session bytes itself (the store does) nor decide surface rules
 //! (the core does). See ARCHITECTURE.md for the bird's-eye view.
 //!
+//! What an agent builder uses is re-exported here at the root: the loop ([`Agent`],
+//! [`AgentConfig`], [`CallConfig`], [`TurnOutcome`], [`Observer`], [`AutoCompaction`]), the model
+//! interface and its two implementations ([`ChatModel`], [`HttpChatModel`], [`ScriptedModel`],
+//! [`LlmConfig`]) and the tools ([`ToolSet`], [`ToolsConfig`], [`Workspace`], [`Tool`]). The
+//! modules hold the rest. `examples/scripted_turn.rs` runs one turn on the embedded store.
+//!
 //! ```
 //! use futures_util::StreamExt;
-//! use strata_agent::llm::{ChatMessage, ChatModel, ChatRequest, ScriptedModel, StreamEvent};
+//! use strata_agent::llm::{ChatMessage, ChatRequest, StreamEvent};
+//! use strata_agent::{ChatModel, ScriptedModel};
 //!
 //! let script = r#"{"responses": [{"events": [
 //!     {"type": "text_delta", "text": "Hello"},
@@ -29,3 +36,10 @@ pub mod agent;
 pub mod export;
 pub mod llm;
 pub mod tools;
+
+pub use agent::{
+    Agent, AgentConfig, AgentError, AutoCompaction, CallConfig, LlmSummarizer, NoObserver,
+    Observer, ReasoningReplay, TurnOutcome, TurnReport,
+};
+pub use llm::{ChatModel, HttpChatModel, LlmConfig, LlmError, RetryPolicy, ScriptedModel};
+pub use tools::{Tool, ToolError, ToolSet, ToolsConfig, Workspace};
