@@ -2,7 +2,7 @@
 //! (never applied) so that a refusal leaves everything unchanged.
 
 use super::surface_meta::RELEASED_SOURCES_TEXT;
-use super::tool_content::{equal_except_tool_content, same_text_but_tool_content};
+use super::tool_content::equal_except_tool_content;
 use super::{Context, Path};
 use crate::event::{Event, EventType, ReplaceRange, SurfaceMeta, SurfaceOp};
 use crate::generation::Generation;
@@ -120,13 +120,8 @@ fn plan_fold(context: &Context<'_>, event: &Event) -> Result<SurfacePlan, Accept
             ));
         };
         // Parsed without caching: a pruned log holds many such pairs, and cached trees would
-        // stay in memory with both events. Most pairs settle on their texts alone.
-        let same = same_text_but_tool_content(target.data.json(), event.data.json())
-            || equal_except_tool_content(
-                &target.data.value_uncached(),
-                &event.data.value_uncached(),
-            );
-        if !same {
+        // stay in memory with both events.
+        if !equal_except_tool_content(&target.data.value_uncached(), &event.data.value_uncached()) {
             return Err(AcceptError::new(
                 Rule::ToolResultReplaceChangesNonContent,
                 "tool/result surface replacement may change only content",
