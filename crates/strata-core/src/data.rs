@@ -19,22 +19,20 @@
 //! [`RawEvent::share_payloads`]: crate::RawEvent::share_payloads
 
 use std::mem::MaybeUninit;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use once_cell::race::OnceBox;
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::fmt;
 
 /// A payload as raw JSON text with a lazily parsed `Value`.
 ///
-/// The cache is a `OnceBox` (one pointer; two threads racing to parse keep one result) rather
-/// than a `OnceLock<Box<_>>` (two words), and the text is a thin handle on a shared block: with
-/// both a `Data` is 24 bytes, and an `Event` (80 bytes, see `StoredMeta`) stays in glibc's
-/// 112-byte size class.
+/// The cache is boxed (a parsed tree is far larger than the slot, and most events never parse
+/// theirs) and the text is a thin handle on a shared block: a `Data` is 32 bytes, and an
+/// `Event` (88 bytes, see `StoredMeta`) stays in glibc's 112-byte size class.
 pub struct Data {
     text: Text,
-    value: OnceBox<Value>,
+    value: OnceLock<Box<Value>>,
 }
 
 /// JSON text: `len` bytes at `start` of a shared, immutable block (16 bytes). `len ==
@@ -148,7 +146,7 @@ impl Data {
     /// Serializes a value built in memory, keeping the value as the parsed form.
     pub(crate) fn from_value(value: Value) -> Data {
         let text = crate::json::to_js_string(&value);
-        let cell = OnceBox::new();
+        let cell = OnceLock::new();
         let _ = cell.set(Box::new(value));
         Data {
             text: Text::whole(&text),
@@ -202,11 +200,11 @@ impl Payload {
         match self {
             Payload::Raw(raw) => Data {
                 text: Text::whole(raw.get()),
-                value: OnceBox::new(),
+                value: OnceLock::new(),
             },
             Payload::Text(text) => Data {
                 text,
-                value: OnceBox::new(),
+                value: OnceLock::new(),
             },
             Payload::Value(value) => Data::from_value(*value),
         }
@@ -233,9 +231,9 @@ pub(crate) fn parse_accepted(text: &str) -> Value {
 
 impl Clone for Data {
     fn clone(&self) -> Data {
-        let value = OnceBox::new();
+        let value = OnceLock::new();
         if let Some(parsed) = self.value.get() {
-            let _ = value.set(Box::new(parsed.clone()));
+            let _ = value.set(parsed.clone());
         }
         Data {
             text: self.text.clone(),

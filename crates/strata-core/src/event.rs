@@ -209,7 +209,7 @@ pub enum SurfaceMeta {
 
 /// An event's [`SurfaceMeta`] as the event holds it: 16 bytes instead of 40. Nearly every event
 /// is log-only or a plain append, which need no allocation; the rest are boxed. With it an
-/// `Event` is 80 bytes and its shared allocation fits glibc's 112-byte size class (a 1 M-event
+/// `Event` is 88 bytes and its shared allocation fits glibc's 112-byte size class (a 1 M-event
 /// log of small events is 16 MB smaller in memory).
 ///
 /// Invariant: the form is canonical (`From<SurfaceMeta>`), so derived equality is equality of
@@ -634,9 +634,13 @@ mod tests {
     /// Every log holds one `Event` per line: its size is a per-event memory cost.
     #[test]
     #[cfg(target_pointer_width = "64")]
-    fn an_event_stays_at_80_bytes() {
+    fn an_event_stays_in_the_112_byte_size_class() {
         // With the 16 bytes `Arc` adds, up to 88 keeps an event in glibc's 112-byte size class
         // (a million loaded events: 16 MB less than at 104 bytes, 32 MB less than at 120).
-        assert_eq!(std::mem::size_of::<Event>(), 80);
+        assert!(
+            std::mem::size_of::<Event>() <= 88,
+            "{}",
+            std::mem::size_of::<Event>()
+        );
     }
 }
