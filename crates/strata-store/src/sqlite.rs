@@ -111,6 +111,8 @@ struct Inner {
     writer: Mutex<Connection>,
     /// A connection for reads, so reads never wait behind a commit's fsync.
     reader: Mutex<Connection>,
+    /// Commits the appends of every session of this store together (see `group_commit`).
+    committer: GroupCommitter,
 }
 
 impl SqliteBackend {
@@ -137,6 +139,7 @@ impl SqliteBackend {
                 locks_dir: PathBuf::from(locks_dir),
                 writer: Mutex::new(writer),
                 reader: Mutex::new(reader),
+                committer: GroupCommitter::default(),
             }),
         })
     }
@@ -159,6 +162,11 @@ impl SqliteBackend {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// The group committer's counters: how many commits carried how many sessions' batches.
+    pub fn group_commit_stats(&self) -> GroupCommitStats {
+        self.inner.committer.stats()
     }
 
     fn sql(&self, op: &'static str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
@@ -701,12 +709,17 @@ fn insert_events(
     id: &str,
     events: &[Arc<Event>],
 ) -> rusqlite::Result<()> {
-    let mut statement = tx.prepare_cached(
+    let rows: Vec<Row> = events.iter().map(|event| event_row(event)).collect();
+    insert_rows(tx, id, &rows)
+}
+
+/// Inserts one session's rows on `conn`, inside the caller's transaction.
+fn insert_rows(conn: &Connection, id: &str, rows: &[Row]) -> rusqlite::Result<()> {
+    let mut statement = conn.prepare_cached(
         "INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op, ignorable) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
-    for event in events {
-        let row = event_row(event);
+    for row in rows {
         statement.execute(params![
             id,
             row.seq,
@@ -1106,6 +1119,11 @@ impl PageSource for SqlitePages {
 #[cfg(test)]
 mod tests;
 
+mod group_commit;
+
+pub use group_commit::GroupCommitStats;
+use group_commit::{GroupCommitter, Job};
+
 /// The exclusive appender of one SQLite session.
 struct SqliteAppender {
     backend: SqliteBackend,
@@ -1119,38 +1137,19 @@ impl LogAppender for SqliteAppender {
         self.next_seq
     }
 
+    /// Submits the batch to the store's group committer: it commits in one transaction with
+    /// the batches other sessions submitted at the same moment, under this batch's own checks.
     fn append(&mut self, batch: &Batch<'_>) -> Result<(), StoreError> {
         let Some(first) = batch.events.first() else {
             return Ok(());
         };
-        let backend = &self.backend;
-        let mut conn = lock_conn(&backend.inner.writer);
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(backend.sql("begin append"))?;
-        let stored: i64 = tx
-            .query_row(
-                "SELECT next_seq FROM sessions WHERE id = ?1",
-                [&self.id],
-                |row| row.get(0),
-            )
-            .map_err(backend.sql("append"))?;
-        if u64::try_from(stored).ok() != Some(first.seq().get()) {
-            return Err(StoreError::SeqConflict {
-                id: self.id.clone(),
-                expected: first.seq().get(),
-                found: u64::try_from(stored).unwrap_or(0),
-            });
-        }
-        insert_events(&tx, &self.id, batch.events).map_err(backend.sql("append"))?;
-        let next = first.seq().get() + batch.events.len() as u64;
-        tx.execute(
-            "UPDATE sessions SET next_seq = ?1 WHERE id = ?2",
-            params![i64::try_from(next).unwrap_or(i64::MAX), self.id],
-        )
-        .map_err(backend.sql("append"))?;
-        tx.commit().map_err(backend.sql("commit append"))?;
-        self.next_seq = next;
+        let job = Job {
+            id: self.id.clone(),
+            first_seq: first.seq().get(),
+            rows: batch.events.iter().map(|event| event_row(event)).collect(),
+        };
+        self.backend.inner.committer.submit(&self.backend, job)?;
+        self.next_seq = first.seq().get() + batch.events.len() as u64;
         Ok(())
     }
 
