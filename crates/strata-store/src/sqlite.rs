@@ -7,13 +7,17 @@
 //! Invariants:
 //! - **Durable commits.** WAL journal, `synchronous=FULL` (a committed append survives an OS
 //!   crash), every write in a `BEGIN IMMEDIATE` transaction on the one writer connection.
+//!   Appends of different sessions waiting at the same moment share one transaction and one
+//!   fsync, each batch in its own savepoint (`group_commit`); an append is acknowledged only
+//!   after the commit that holds it returned.
 //! - **Bump-and-reject.** `PRAGMA user_version` is [`SCHEMA_VERSION`] and `application_id` is
 //!   [`APPLICATION_ID`]; a database with any other version is refused on open, naming both,
 //!   before anything is changed. A pristine file is initialised in one transaction.
-//! - **No stale writer.** Inside each append transaction the batch's first seq must equal the
-//!   session's stored `next_seq`; on top of that a per-session `flock` file
-//!   (`<db>.locks/<encodeSegment(id)>.lock`, a hashed name when that is too long for a file
-//!   name) makes a second writer fail at open with the holder's pid. Ids have no length limit.
+//! - **No stale writer.** Inside each append transaction (its batch's savepoint) the batch's
+//!   first seq must equal the session's stored `next_seq`, else that batch alone fails; on top
+//!   of that a per-session `flock` file (`<db>.locks/<encodeSegment(id)>.lock`, a hashed name
+//!   when that is too long for a file name) makes a second writer fail at open with the
+//!   holder's pid. Ids have no length limit.
 //! - **Lossless rows.** `data` is the exact JSON text (zstd-compressed as a BLOB when it is at
 //!   least 4 KiB and compression shrinks it); `source_event_seqs` is the JSONL range encoding;
 //!   rows read back are the same events (envelope key order is canonical).
