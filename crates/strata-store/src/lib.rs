@@ -61,7 +61,9 @@ pub use postgres::{
 };
 pub use ranges::{decode_source_seqs, encode_source_seqs, RangeError, MAX_SAFE_SEQ};
 pub use resume::{remove_sidecars, CHECKPOINT_FILE_NAME};
-pub use sqlite::{SqliteBackend, APPLICATION_ID, COMPRESS_THRESHOLD, SCHEMA_VERSION};
+pub use sqlite::{
+    GroupCommitStats, SqliteBackend, APPLICATION_ID, COMPRESS_THRESHOLD, SCHEMA_VERSION,
+};
 pub use store::{
     default_sqlite_path, restore_stream, Backend, Batch, EventRows, Listing, LoadFn, LogAppender,
     LogStream, ResumePoint, Store, StoredLog, TornInfo,

@@ -7,13 +7,17 @@
 //! Invariants:
 //! - **Durable commits.** WAL journal, `synchronous=FULL` (a committed append survives an OS
 //!   crash), every write in a `BEGIN IMMEDIATE` transaction on the one writer connection.
+//!   Appends of different sessions waiting at the same moment share one transaction and one
+//!   fsync, each batch in its own savepoint (`group_commit`); an append is acknowledged only
+//!   after the commit that holds it returned.
 //! - **Bump-and-reject.** `PRAGMA user_version` is [`SCHEMA_VERSION`] and `application_id` is
 //!   [`APPLICATION_ID`]; a database with any other version is refused on open, naming both,
 //!   before anything is changed. A pristine file is initialised in one transaction.
-//! - **No stale writer.** Inside each append transaction the batch's first seq must equal the
-//!   session's stored `next_seq`; on top of that a per-session `flock` file
-//!   (`<db>.locks/<encodeSegment(id)>.lock`, a hashed name when that is too long for a file
-//!   name) makes a second writer fail at open with the holder's pid. Ids have no length limit.
+//! - **No stale writer.** Inside each append transaction (its batch's savepoint) the batch's
+//!   first seq must equal the session's stored `next_seq`, else that batch alone fails; on top
+//!   of that a per-session `flock` file (`<db>.locks/<encodeSegment(id)>.lock`, a hashed name
+//!   when that is too long for a file name) makes a second writer fail at open with the
+//!   holder's pid. Ids have no length limit.
 //! - **Lossless rows.** `data` is the exact JSON text (zstd-compressed as a BLOB when it is at
 //!   least 4 KiB and compression shrinks it); `source_event_seqs` is the JSONL range encoding;
 //!   rows read back are the same events (envelope key order is canonical).
@@ -111,6 +115,8 @@ struct Inner {
     writer: Mutex<Connection>,
     /// A connection for reads, so reads never wait behind a commit's fsync.
     reader: Mutex<Connection>,
+    /// Commits the appends of every session of this store together (see `group_commit`).
+    committer: GroupCommitter,
 }
 
 impl SqliteBackend {
@@ -137,6 +143,7 @@ impl SqliteBackend {
                 locks_dir: PathBuf::from(locks_dir),
                 writer: Mutex::new(writer),
                 reader: Mutex::new(reader),
+                committer: GroupCommitter::default(),
             }),
         })
     }
@@ -159,6 +166,11 @@ impl SqliteBackend {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// The group committer's counters: how many commits carried how many sessions' batches.
+    pub fn group_commit_stats(&self) -> GroupCommitStats {
+        self.inner.committer.stats()
     }
 
     fn sql(&self, op: &'static str) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
@@ -701,12 +713,17 @@ fn insert_events(
     id: &str,
     events: &[Arc<Event>],
 ) -> rusqlite::Result<()> {
-    let mut statement = tx.prepare_cached(
+    let rows: Vec<Row> = events.iter().map(|event| event_row(event)).collect();
+    insert_rows(tx, id, &rows)
+}
+
+/// Inserts one session's rows on `conn`, inside the caller's transaction.
+fn insert_rows(conn: &Connection, id: &str, rows: &[Row]) -> rusqlite::Result<()> {
+    let mut statement = conn.prepare_cached(
         "INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op, ignorable) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
-    for event in events {
-        let row = event_row(event);
+    for row in rows {
         statement.execute(params![
             id,
             row.seq,
@@ -1106,6 +1123,11 @@ impl PageSource for SqlitePages {
 #[cfg(test)]
 mod tests;
 
+mod group_commit;
+
+pub use group_commit::GroupCommitStats;
+use group_commit::{GroupCommitter, Job};
+
 /// The exclusive appender of one SQLite session.
 struct SqliteAppender {
     backend: SqliteBackend,
@@ -1119,38 +1141,19 @@ impl LogAppender for SqliteAppender {
         self.next_seq
     }
 
+    /// Submits the batch to the store's group committer: it commits in one transaction with
+    /// the batches other sessions submitted at the same moment, under this batch's own checks.
     fn append(&mut self, batch: &Batch<'_>) -> Result<(), StoreError> {
         let Some(first) = batch.events.first() else {
             return Ok(());
         };
-        let backend = &self.backend;
-        let mut conn = lock_conn(&backend.inner.writer);
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(backend.sql("begin append"))?;
-        let stored: i64 = tx
-            .query_row(
-                "SELECT next_seq FROM sessions WHERE id = ?1",
-                [&self.id],
-                |row| row.get(0),
-            )
-            .map_err(backend.sql("append"))?;
-        if u64::try_from(stored).ok() != Some(first.seq().get()) {
-            return Err(StoreError::SeqConflict {
-                id: self.id.clone(),
-                expected: first.seq().get(),
-                found: u64::try_from(stored).unwrap_or(0),
-            });
-        }
-        insert_events(&tx, &self.id, batch.events).map_err(backend.sql("append"))?;
-        let next = first.seq().get() + batch.events.len() as u64;
-        tx.execute(
-            "UPDATE sessions SET next_seq = ?1 WHERE id = ?2",
-            params![i64::try_from(next).unwrap_or(i64::MAX), self.id],
-        )
-        .map_err(backend.sql("append"))?;
-        tx.commit().map_err(backend.sql("commit append"))?;
-        self.next_seq = next;
+        let job = Job {
+            id: self.id.clone(),
+            first_seq: first.seq().get(),
+            rows: batch.events.iter().map(|event| event_row(event)).collect(),
+        };
+        self.backend.inner.committer.submit(&self.backend, job)?;
+        self.next_seq = first.seq().get() + batch.events.len() as u64;
         Ok(())
     }
 

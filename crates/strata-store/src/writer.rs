@@ -6,13 +6,20 @@
 //! *everything* queued, writes it with one [`LogAppender::append`] (one write + one fsync), and
 //! wakes the appenders whose batches it covered. Appenders that arrive while a flush is in
 //! progress coalesce into the next one. No deadline or debounce is involved: a flush starts as
-//! soon as the previous one ends.
+//! soon as the previous one ends. An append that finds no flush running (and no checkpoint
+//! waiting) flushes the queue itself on its own thread instead: the same single flush, without
+//! the two thread handoffs to the flusher and back (issue 28: with 64 sessions on one SQLite
+//! store, about 1.5 context switches per append instead of 3.7, and less CPU per append).
 //!
 //! Invariants:
 //! - `durable_len` only grows; every event with seq `< durable_len` is on stable storage, and
 //!   `append` returns `Ok` only once `durable_len` passes its batch's last seq.
 //! - Queued events are exactly the session's events with seq `durable_len..session.len()`
 //!   (minus the batch being flushed).
+//! - One flush at a time: whoever flushes (the flusher thread, or an appender flushing inline)
+//!   has taken the appender out of the state and puts it back when done, so `appender` is
+//!   `None` exactly while a flush runs; flushes take the queue whole, so batches reach the
+//!   store in seq order.
 //! - After a store failure the writer is poisoned: `failed` is set, never cleared, and every
 //!   waiting and later append fails. The in-memory session may then hold events that never
 //!   became durable; reopen the session to recover.
@@ -72,6 +79,8 @@ struct State {
     closing: bool,
     /// Number of flushes done (group commits), for tests and benches.
     n_flushes: u64,
+    /// The store's appender, here while no flush runs (see the invariants above).
+    appender: Option<Box<dyn LogAppender>>,
 }
 
 impl SessionWriter {
@@ -108,6 +117,7 @@ impl SessionWriter {
                 failed: None,
                 closing: false,
                 n_flushes: 0,
+                appender: Some(appender),
             }),
             work: Condvar::new(),
             durable: Condvar::new(),
@@ -122,7 +132,7 @@ impl SessionWriter {
                     .take(16)
                     .collect::<String>()
             ))
-            .spawn(move || flush_loop(&flusher_shared, appender));
+            .spawn(move || flush_loop(&flusher_shared));
         let flusher = match flusher {
             Ok(handle) => Some(handle),
             Err(error) => {
@@ -205,6 +215,13 @@ impl SessionWriter {
             }
         }
         state.queued.extend(events.iter().cloned());
+        if state.pending_checkpoint.is_none() {
+            if let Some(appender) = state.appender.take() {
+                // No flush running: flush on this thread. (A pending checkpoint is left to the
+                // flusher, which records it right after the flush that makes it durable.)
+                return self.flush_inline(guard, appender, events, target);
+            }
+        }
         self.shared.work.notify_one();
         loop {
             if guard.durable_len >= target {
@@ -222,6 +239,53 @@ impl SessionWriter {
                 .wait(guard)
                 .unwrap_or_else(PoisonError::into_inner);
         }
+    }
+
+    /// Flushes the whole queue (this append's batch and any queued behind the flush that just
+    /// ended) on the caller's thread, with the appender taken from the state.
+    fn flush_inline(
+        &self,
+        mut guard: MutexGuard<'_, State>,
+        mut appender: Box<dyn LogAppender>,
+        events: Vec<Arc<Event>>,
+        target: u64,
+    ) -> Result<Vec<Arc<Event>>, AppendError> {
+        let batch_events = std::mem::take(&mut guard.queued);
+        let jsonl = std::mem::take(&mut guard.queued_jsonl);
+        drop(guard);
+        let result = appender.append(&Batch {
+            events: &batch_events,
+            jsonl: &jsonl,
+        });
+        let mut state = lock(&self.shared.state);
+        state.n_flushes += 1;
+        match result {
+            Ok(()) => {
+                if let Some(last) = batch_events.last() {
+                    state.durable_len = last.seq().get() + 1;
+                }
+                state.appender = Some(appender);
+            }
+            // A failed appender is poisoned: dropped, never put back.
+            Err(error) => state.failed = Some(Arc::new(error)),
+        }
+        self.shared.durable.notify_all();
+        // Batches queued meanwhile, a checkpoint taken meanwhile: the flusher's work now.
+        if !state.queued.is_empty() || state.pending_checkpoint.is_some() {
+            self.shared.work.notify_one();
+        }
+        if state.durable_len >= target {
+            return Ok(events);
+        }
+        let cause = state.failed.clone().unwrap_or_else(|| {
+            Arc::new(StoreError::Injected(
+                "inline flush left the batch undurable".into(),
+            ))
+        });
+        Err(AppendError::Store {
+            id: self.id.clone(),
+            cause,
+        })
     }
 
     /// Appends one candidate; see [`SessionWriter::append`].
@@ -244,7 +308,7 @@ impl SessionWriter {
         lock(&self.shared.state).durable_len
     }
 
-    /// How many group commits (write + fsync) the flusher has done.
+    /// How many group commits (write + fsync) were done, by the flusher or inline.
     pub fn n_flushes(&self) -> u64 {
         lock(&self.shared.state).n_flushes
     }
@@ -314,18 +378,28 @@ impl std::fmt::Debug for SessionWriter {
     }
 }
 
-/// The flusher: take everything queued, write it as one batch, publish the new watermark.
-fn flush_loop(shared: &Shared, mut appender: Box<dyn LogAppender>) {
+/// The flusher: take everything queued, write it as one batch, publish the new watermark. Its
+/// appender is dropped (releasing the writer lock) when it stops.
+fn flush_loop(shared: &Shared) {
+    flush_until_done(shared);
+    let appender = lock(&shared.state).appender.take();
+    drop(appender);
+}
+
+fn flush_until_done(shared: &Shared) {
     let mut events: Vec<Arc<Event>> = Vec::new();
     let mut jsonl: Vec<u8> = Vec::new();
     loop {
         let checkpoint;
+        let mut appender;
         {
             let mut state = lock(&shared.state);
-            while state.queued.is_empty()
-                && state.pending_checkpoint.is_none()
-                && !state.closing
-                && state.failed.is_none()
+            // Wait for work, and for an inline flush to give the appender back.
+            while state.failed.is_none()
+                && (state.appender.is_none()
+                    || (state.queued.is_empty()
+                        && state.pending_checkpoint.is_none()
+                        && !state.closing))
             {
                 state = shared
                     .work
@@ -335,6 +409,10 @@ fn flush_loop(shared: &Shared, mut appender: Box<dyn LogAppender>) {
             if state.failed.is_some() {
                 return;
             }
+            let Some(taken) = state.appender.take() else {
+                continue;
+            };
+            appender = taken;
             if state.queued.is_empty() {
                 // Nothing to write: record a checkpoint whose events are all durable, then
                 // stop if closing (a checkpoint taken at close waits for nothing else).
@@ -347,6 +425,7 @@ fn flush_loop(shared: &Shared, mut appender: Box<dyn LogAppender>) {
                 if let Some(checkpoint) = checkpoint {
                     record_checkpoint(shared, appender.as_mut(), &checkpoint);
                 }
+                lock(&shared.state).appender = Some(appender);
                 if closing {
                     return;
                 }
@@ -379,12 +458,14 @@ fn flush_loop(shared: &Shared, mut appender: Box<dyn LogAppender>) {
         }
         shared.durable.notify_all();
         if state.failed.is_some() {
+            // A failed appender is poisoned: dropped here, never put back.
             return;
         }
         drop(state);
         if let Some(checkpoint) = checkpoint {
             record_checkpoint(shared, appender.as_mut(), &checkpoint);
         }
+        lock(&shared.state).appender = Some(appender);
     }
 }
 

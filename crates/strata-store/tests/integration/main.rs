@@ -19,8 +19,13 @@ mod torn;
 /// Hostile ids, record size limits, schema version refusal (issue 3).
 mod hostile;
 
-/// SIGKILL crash test against the `strata-crash-writer` helper (issue 3).
+/// SIGKILL crash test against the `strata-crash-writer` helper, one session and (SQLite) many
+/// sessions at once (issues 3, 28).
 mod crash;
+
+/// Many sessions appending into one SQLite store share commits, each keeping its own
+/// acknowledgement, order and stale-writer check (issue 28 item 3).
+mod many_writers;
 
 /// Simulated crashes at random syncs against a naive model, raw and zstd (issue 3 item 3).
 mod simcrash;
