@@ -17,7 +17,7 @@
 //! 1-session p99 (before: 13.6×); PostgreSQL, one connection and commit per writer, stays near
 //! 1.2×.
 //!
-//! Run: `STRATA_BENCH_DIR=/work/bench-many cargo bench -p strata-store --bench many_writers`.
+//! Run: `STRATA_BENCH_DIR=DIR cargo bench -p strata-store --bench many_writers`.
 //! Knobs: `STRATA_BENCH_WRITERS` (comma-separated N, default `1,8,64,256`),
 //! `STRATA_BENCH_BACKENDS` (comma-separated, default `sqlite,postgres`), `STRATA_BENCH_SECS`
 //! (seconds per case, default 3), `STRATA_BENCH_DIR` (default a temp dir; the disk under test).

@@ -289,6 +289,13 @@ pub enum StoreError {
         /// Why not, and what works instead.
         reason: &'static str,
     },
+    /// A group commit of the SQLite store panicked (a bug); its batches were not stored, and the
+    /// store goes on committing later ones.
+    #[error("{store}: a group commit failed inside strata (a bug, please report it); its batches were not stored")]
+    CommitPanicked {
+        /// The store, as `backend:location`.
+        store: String,
+    },
     /// A failure injected by a test backend.
     #[error("injected failure: {0}")]
     Injected(String),

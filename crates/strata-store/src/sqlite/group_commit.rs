@@ -24,13 +24,18 @@
 //! - **Exactly one committer.** `committing` is set while a committer runs (or has been handed
 //!   the role); a submitter that finds it set waits in the queue, and the role passes only to
 //!   a queued batch's submitter, who commits the whole queue (its own batch included).
+//! - **No waiter waits forever.** A panic inside a commit (a bug: no input reaches one) is
+//!   caught: the transaction is rolled back, that commit's batches fail with
+//!   [`StoreError::CommitPanicked`], and the role is handed on as after any commit.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use rusqlite::{params, Connection};
 
 use super::{insert_rows, lock_conn, Row, SqliteBackend};
 use crate::error::StoreError;
+use crate::store::Backend;
 
 /// One session's batch, its rows built on the submitter's thread (encoding and compression
 /// stay off the serial commit path).
@@ -124,7 +129,22 @@ impl GroupCommitter {
     /// The committer's round: commit the whole queue, hand the role on, wake the submitters.
     fn lead(&self, backend: &SqliteBackend, own: &Arc<Slot>) -> Result<(), StoreError> {
         let entries = std::mem::take(&mut lock(&self.queue).pending);
-        let results = commit(backend, &entries);
+        let results =
+            catch_unwind(AssertUnwindSafe(|| commit(backend, &entries))).unwrap_or_else(|_| {
+                let conn = lock_conn(&backend.inner.writer);
+                if !conn.is_autocommit() {
+                    // Nothing of the broken transaction may stay for the next commit to carry.
+                    let _ = run(&conn, "ROLLBACK");
+                }
+                entries
+                    .iter()
+                    .map(|_| {
+                        Err(StoreError::CommitPanicked {
+                            store: backend.describe(),
+                        })
+                    })
+                    .collect()
+            });
         {
             let mut queue = lock(&self.queue);
             queue.n_commits += 1;
@@ -170,6 +190,8 @@ impl GroupCommitter {
 /// One transaction for every entry, a savepoint per entry; each entry's result, in order.
 fn commit(backend: &SqliteBackend, entries: &[Entry]) -> Vec<Result<(), StoreError>> {
     let conn = lock_conn(&backend.inner.writer);
+    #[cfg(test)]
+    tests::panic_if_asked(backend);
     let fail_all = |op: &'static str, error: &rusqlite::Error| -> Vec<Result<(), StoreError>> {
         if !conn.is_autocommit() {
             // Nothing of this transaction may stay: a later commit must not carry it along.
@@ -264,4 +286,67 @@ fn backend_error(backend: &SqliteBackend, op: &'static str, error: &rusqlite::Er
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::sync::{Mutex, PoisonError};
+
+    use strata_core::{payload, Candidate, SessionHeader, SurfaceIntent};
+
+    use super::super::SqliteBackend;
+    use crate::store::Store;
+
+    /// The database whose next commit panics (tests of other databases run beside this one).
+    static PANIC_ON: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+    /// Called at the start of every commit in test builds.
+    pub(super) fn panic_if_asked(backend: &SqliteBackend) {
+        let mut armed = PANIC_ON.lock().unwrap_or_else(PoisonError::into_inner);
+        if armed.as_deref() == Some(backend.path()) {
+            *armed = None;
+            drop(armed);
+            panic!("a panic injected inside a group commit");
+        }
+    }
+
+    fn hello(id: &str) -> Vec<Candidate> {
+        let message = payload::UserMessage {
+            message: payload::user_text_message(id, "hello"),
+        };
+        vec![Candidate::surface(message, SurfaceIntent::append())]
+    }
+
+    #[test]
+    fn a_commit_that_panics_fails_its_batch_and_the_store_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("strata.db");
+        let backend = SqliteBackend::open(&path).unwrap();
+        let store = Store::new(backend.clone());
+        let writer = store.create(SessionHeader::fresh("s", 1).unwrap()).unwrap();
+        *PANIC_ON.lock().unwrap() = Some(backend.path().to_path_buf());
+        let error = writer.append(hello("m1"), 2).unwrap_err().to_string();
+        assert!(
+            error.contains("a group commit failed inside strata"),
+            "{error}"
+        );
+        assert!(
+            !backend.group_commit_stats().committing,
+            "the role was released"
+        );
+        drop(writer);
+        // The failed batch left nothing behind, and the next commit goes through.
+        let writer = store.open_write("s").unwrap();
+        writer.append(hello("m2"), 3).unwrap();
+        writer.close().unwrap();
+        let ids: Vec<String> = store
+            .load("s")
+            .unwrap()
+            .derive_messages()
+            .iter()
+            .map(|message| message.id().to_owned())
+            .collect();
+        assert_eq!(ids, ["m2"]);
+    }
 }
