@@ -33,7 +33,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use rusqlite::{params, Connection};
 
-use super::{insert_rows, lock_conn, Row, SqliteBackend};
+use super::rows::{insert_rows, Row};
+use super::{lock_conn, SqliteBackend};
 use crate::error::StoreError;
 use crate::store::Backend;
 

@@ -6,7 +6,8 @@ use std::path::Path;
 use strata_core::synth::{generate, SynthConfig};
 use strata_core::{HeaderSpec, RawEvent, SeedOptions, Session, SessionHeader};
 
-use super::{SqliteBackend, SqliteRows, PAGE_ROWS};
+use super::read::PAGE_ROWS;
+use super::{SqliteBackend, SqliteRows};
 use crate::decode_pool::{PageSource, RecordBatch, RecordSource};
 use crate::error::StoreError;
 use crate::store::{Backend, Store};
