@@ -26,7 +26,7 @@
 //! (the appender a write-open leaves), `publish` (a new log made durable) and `files` (one log
 //! file outside any store).
 
-use std::fs::{self};
+use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
