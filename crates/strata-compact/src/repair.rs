@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use strata_core::{Event, EventType, RawEvent, SeedOptions, SessionHeader};
-use strata_store::{LogStream, Store, StoreError};
+use strata_store::{LogStream, ReadFrom, Store, StoreError};
 
 use crate::resume::{restore_resumed, resume_stream, Resumed};
 
@@ -68,7 +68,9 @@ pub fn repair_stored(
         added = repair_events(&resumed);
         Ok(())
     };
-    let mut appender = store.backend().open_append(id, &mut load)?;
+    let mut appender = store
+        .backend()
+        .open_append(id, ReadFrom::Start, &mut load)?;
     appender.append_events(&added)?;
     Ok(added)
 }

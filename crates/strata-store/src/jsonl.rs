@@ -42,7 +42,7 @@ use crate::lines::DEFAULT_MAX_RECORD_LEN;
 use crate::lock::{SessionLock, LOCK_FILE_NAME};
 use crate::memory::sort_newest_first;
 use crate::store::ensure_read_to_end;
-use crate::store::{Backend, Listing, LoadFn, LogAppender, LogStream};
+use crate::store::{Backend, Listing, LoadFn, LogAppender, LogStream, ReadFrom};
 use crate::zstd::{FrameCompressor, DEFAULT_LEVEL};
 
 /// What a refusal of a zstd file in another framing than dsh's tells the user to do.
@@ -437,25 +437,19 @@ impl Backend for JsonlBackend {
     fn open_append(
         &self,
         id: &str,
+        from: ReadFrom,
         load: &mut LoadFn<'_>,
     ) -> Result<Box<dyn LogAppender>, StoreError> {
-        self.open_append_with(id, load, false)
+        let resumable = from == ReadFrom::Checkpoint && self.config.sidecars;
+        self.open_append_with(id, load, resumable)
     }
 
-    fn open_append_resumable(
-        &self,
-        id: &str,
-        load: &mut LoadFn<'_>,
-    ) -> Result<Box<dyn LogAppender>, StoreError> {
-        self.open_append_with(id, load, self.config.sidecars)
-    }
-
-    fn scan_resumable(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
-        if !self.config.sidecars {
-            return self.scan(id);
-        }
+    fn scan(&self, id: &str, from: ReadFrom) -> Result<LogStream<'_>, StoreError> {
         let found = self.find_existing(id)?;
         let rows = self.open_log(&found.file, id)?;
+        if from == ReadFrom::Start || !self.config.sidecars {
+            return Ok(rows.into_stream());
+        }
         let resumed = crate::resume::resume_stream(
             &found.file,
             self.zstd(),
@@ -467,11 +461,6 @@ impl Backend for JsonlBackend {
             Some(resumed) => resumed.stream,
             None => rows.into_stream(),
         })
-    }
-
-    fn scan(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
-        let found = self.find_existing(id)?;
-        Ok(self.open_log(&found.file, id)?.into_stream())
     }
 
     fn read_from(&self, id: &str, from_seq: u64) -> Result<Vec<RawEvent>, StoreError> {

@@ -66,7 +66,7 @@ pub use sqlite::{
 };
 pub use store::{
     default_sqlite_path, restore_stream, Backend, Batch, EventRows, Listing, LoadFn, LogAppender,
-    LogStream, ResumePoint, Store, StoredLog, TornInfo,
+    LogStream, ReadFrom, ResumePoint, Store, StoredLog, TornInfo,
 };
 pub use writer::{SessionWriter, CHECKPOINT_EVERY};
 

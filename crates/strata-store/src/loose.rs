@@ -33,7 +33,9 @@ use crate::jsonl::{
 use crate::layout::parse_session_file_name;
 use crate::lines::DEFAULT_MAX_RECORD_LEN;
 use crate::lock::{SessionLock, LOCK_FILE_NAME};
-use crate::store::{ensure_read_to_end, Backend, Listing, LoadFn, LogAppender, LogStream};
+use crate::store::{
+    ensure_read_to_end, Backend, Listing, LoadFn, LogAppender, LogStream, ReadFrom,
+};
 use crate::zstd::DEFAULT_LEVEL;
 
 /// One V3 log file as a store of its one session.
@@ -136,9 +138,11 @@ impl Backend for LooseFile {
         Err(self.unsupported("create a session"))
     }
 
+    /// Keeps no checkpoints: whatever `from` says, the whole log is read.
     fn open_append(
         &self,
         id: &str,
+        _from: ReadFrom,
         load: &mut LoadFn<'_>,
     ) -> Result<Box<dyn LogAppender>, StoreError> {
         let lock = SessionLock::acquire(&self.lock_path, id)?;
@@ -159,7 +163,8 @@ impl Backend for LooseFile {
         Ok(Box::new(appender))
     }
 
-    fn scan(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
+    /// Keeps no checkpoints: whatever `from` says, the whole log is read.
+    fn scan(&self, id: &str, _from: ReadFrom) -> Result<LogStream<'_>, StoreError> {
         Ok(self.rows(id)?.into_stream())
     }
 

@@ -19,7 +19,7 @@ use crate::codec::{decode_event_line, encode_event_line, Location};
 use crate::error::{LockHolder, StoreError};
 use crate::lines::DEFAULT_MAX_RECORD_LEN;
 use crate::store::ensure_read_to_end;
-use crate::store::{Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream};
+use crate::store::{Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream, ReadFrom};
 
 /// An in-memory [`Backend`].
 #[derive(Clone, Default)]
@@ -170,9 +170,11 @@ impl Backend for MemoryBackend {
         }))
     }
 
+    /// Keeps no checkpoints: whatever `from` says, the whole log is read.
     fn open_append(
         &self,
         id: &str,
+        _from: ReadFrom,
         load: &mut LoadFn<'_>,
     ) -> Result<Box<dyn LogAppender>, StoreError> {
         let mut stream = {
@@ -201,7 +203,8 @@ impl Backend for MemoryBackend {
         Ok(Box::new(appender))
     }
 
-    fn scan(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
+    /// Keeps no checkpoints: whatever `from` says, the whole log is read.
+    fn scan(&self, id: &str, _from: ReadFrom) -> Result<LogStream<'_>, StoreError> {
         let sessions = self.sessions();
         let session = sessions.get(id).ok_or_else(|| self.not_found(id))?;
         Ok(self.stream(id, session))

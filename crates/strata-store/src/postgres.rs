@@ -95,7 +95,7 @@ use crate::error::{LockHolder, StoreError};
 use crate::lines::DEFAULT_MAX_RECORD_LEN;
 use crate::memory::sort_newest_first;
 use crate::store::load_resuming;
-use crate::store::{Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream};
+use crate::store::{Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream, ReadFrom};
 
 pub use follow::{FollowFrom, Follower};
 pub use schema::SCHEMA_VERSION;
@@ -570,7 +570,7 @@ impl PostgresBackend {
     }
 
     /// Opens a session for appending on a dedicated connection; `resumable` first offers `load`
-    /// the rows after its checkpoint (see [`Backend::open_append_resumable`]), and reads the
+    /// the rows after its checkpoint (see [`Backend::open_append`] from [`ReadFrom::Checkpoint`]), and reads the
     /// whole log when there is none that fits or `load` finds it stale.
     fn open_append_with(
         &self,
@@ -587,7 +587,12 @@ impl PostgresBackend {
         } else {
             None
         };
-        let stream = load_resuming(resumed, || self.scan(id), load, || self.location(id))?;
+        let stream = load_resuming(
+            resumed,
+            || self.scan(id, ReadFrom::Start),
+            load,
+            || self.location(id),
+        )?;
         self.appender(id, stream.next_seq(), connection)
     }
 
@@ -865,27 +870,18 @@ impl Backend for PostgresBackend {
     fn open_append(
         &self,
         id: &str,
+        from: ReadFrom,
         load: &mut LoadFn<'_>,
     ) -> Result<Box<dyn LogAppender>, StoreError> {
-        self.open_append_with(id, load, false)
+        self.open_append_with(id, load, from == ReadFrom::Checkpoint)
     }
 
-    fn open_append_resumable(
-        &self,
-        id: &str,
-        load: &mut LoadFn<'_>,
-    ) -> Result<Box<dyn LogAppender>, StoreError> {
-        self.open_append_with(id, load, true)
-    }
-
-    fn scan_resumable(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
-        match self.resume_stream(id)? {
-            Some(stream) => Ok(stream),
-            None => self.scan(id),
+    fn scan(&self, id: &str, from: ReadFrom) -> Result<LogStream<'_>, StoreError> {
+        if from == ReadFrom::Checkpoint {
+            if let Some(stream) = self.resume_stream(id)? {
+                return Ok(stream);
+            }
         }
-    }
-
-    fn scan(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
         if PostgresBackend::storable(id).is_err() {
             return Err(self.not_found(id));
         }

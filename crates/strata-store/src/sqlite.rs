@@ -50,7 +50,7 @@ use crate::lock::SessionLock;
 use crate::memory::sort_newest_first;
 use crate::store::load_resuming;
 use crate::store::{
-    default_sqlite_path, Backend, Listing, LoadFn, LogAppender, LogStream, ResumePoint,
+    default_sqlite_path, Backend, Listing, LoadFn, LogAppender, LogStream, ReadFrom, ResumePoint,
 };
 
 /// The SQLite [`Backend`].
@@ -344,7 +344,7 @@ impl SqliteBackend {
     }
 
     /// Opens a session for appending; `resumable` first offers `load` the rows after its
-    /// checkpoint (see [`Backend::open_append_resumable`]).
+    /// checkpoint (see [`Backend::open_append`] from [`ReadFrom::Checkpoint`]).
     fn open_append_with(
         &self,
         id: &str,
@@ -360,7 +360,12 @@ impl SqliteBackend {
         } else {
             None
         };
-        let stream = load_resuming(resumed, || self.scan(id), load, || self.location(id))?;
+        let stream = load_resuming(
+            resumed,
+            || self.scan(id, ReadFrom::Start),
+            load,
+            || self.location(id),
+        )?;
         Ok(Box::new(SqliteAppender {
             backend: self.clone(),
             id: id.to_owned(),
@@ -570,27 +575,18 @@ impl Backend for SqliteBackend {
     fn open_append(
         &self,
         id: &str,
+        from: ReadFrom,
         load: &mut LoadFn<'_>,
     ) -> Result<Box<dyn LogAppender>, StoreError> {
-        self.open_append_with(id, load, false)
+        self.open_append_with(id, load, from == ReadFrom::Checkpoint)
     }
 
-    fn open_append_resumable(
-        &self,
-        id: &str,
-        load: &mut LoadFn<'_>,
-    ) -> Result<Box<dyn LogAppender>, StoreError> {
-        self.open_append_with(id, load, true)
-    }
-
-    fn scan_resumable(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
-        match self.resume_stream(id)? {
-            Some(stream) => Ok(stream),
-            None => self.scan(id),
+    fn scan(&self, id: &str, from: ReadFrom) -> Result<LogStream<'_>, StoreError> {
+        if from == ReadFrom::Checkpoint {
+            if let Some(stream) = self.resume_stream(id)? {
+                return Ok(stream);
+            }
         }
-    }
-
-    fn scan(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
         let rows = self.rows(id, 0)?;
         // The header the rows were read against (one query for both).
         let header = self.decode_header(id, &rows.header_text)?;

@@ -31,8 +31,8 @@
 //!   [`SessionWriter`] run every event through strata-core before a byte is written.
 //! - **Checkpoints are caches, never trusted blindly.** A backend may keep, beside a log, an
 //!   offset index and [`Checkpoint`]s of a prefix of it (issue 9), each with evidence of the
-//!   prefix it describes (its length and a hash of its last record). A resumable read
-//!   ([`Backend::scan_resumable`], [`Backend::open_append_resumable`]) offers the newest
+//!   prefix it describes (its length and a hash of its last record). A read from
+//!   [`ReadFrom::Checkpoint`] ([`Backend::scan`], [`Backend::open_append`]) offers the newest
 //!   checkpoint whose evidence matches the log, with the rows after it and an
 //!   [`EventSource`] for the rest; a missing, torn, stale or foreign one is ignored and the
 //!   whole log is read. Losing or damaging either never loses or changes an event.
@@ -381,6 +381,17 @@ pub struct Listing {
     pub problems: Vec<StoreError>,
 }
 
+/// Where a read of a stored session starts (issue 9: lazy resume).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReadFrom {
+    /// The whole log, from its header: what loads and validations read.
+    #[default]
+    Start,
+    /// After the newest checkpoint whose evidence matches the log, when there is one; else the
+    /// whole log. What a write-open reads by default.
+    Checkpoint,
+}
+
 /// A storage backend: the seam every store implements with the contract in the module docs.
 pub trait Backend: Send + Sync {
     /// `kind:location`, for messages (`jsonl:/root`, `sqlite:/db`, `memory`).
@@ -427,18 +438,27 @@ pub trait Backend: Send + Sync {
     /// (which must consume it to its end), then drops a torn tail and returns an appender
     /// positioned after the last event streamed. When `load` fails nothing is modified and the
     /// lock is released.
+    ///
+    /// With [`ReadFrom::Checkpoint`] the stream may start after a verified checkpoint
+    /// ([`LogStream::resume_point`]). If `load` then fails with [`StoreError::StaleCheckpoint`],
+    /// the backend sets its sidecars aside and calls `load` again with the whole log; any other
+    /// error is returned as is. The appender then maintains the backend's index and accepts
+    /// [`LogAppender::checkpoint`]. A backend without checkpoints reads the whole log.
     fn open_append(
         &self,
         id: &str,
+        from: ReadFrom,
         load: &mut LoadFn<'_>,
     ) -> Result<Box<dyn LogAppender>, StoreError>;
 
-    /// Reads a stored session as a stream (shared; no lock, no modification).
-    fn scan(&self, id: &str) -> Result<LogStream<'_>, StoreError>;
+    /// Reads a stored session as a stream (shared; no lock, no modification): the whole log, or
+    /// with [`ReadFrom::Checkpoint`] from after the newest checkpoint whose evidence matches the
+    /// log when there is one ([`LogStream::resume_point`]).
+    fn scan(&self, id: &str, from: ReadFrom) -> Result<LogStream<'_>, StoreError>;
 
     /// Reads a whole stored session into memory (shared; no lock, no modification).
     fn read(&self, id: &str) -> Result<StoredLog, StoreError> {
-        self.scan(id)?.collect_log()
+        self.scan(id, ReadFrom::Start)?.collect_log()
     }
 
     /// Reads the events with seq in `from_seq..n` (half-open; empty when `from_seq >= n`),
@@ -453,27 +473,6 @@ pub trait Backend: Send + Sync {
 
     /// Deletes a stored session; fails with [`StoreError::Locked`] while it is open for writing.
     fn delete(&self, id: &str) -> Result<(), StoreError>;
-
-    /// Like [`Backend::scan`], but starting after the newest checkpoint whose evidence matches
-    /// the log, when there is one ([`LogStream::resume_point`]); otherwise the whole log. No
-    /// lock, no modification. The default reads the whole log.
-    fn scan_resumable(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
-        self.scan(id)
-    }
-
-    /// Like [`Backend::open_append`], but the stream handed to `load` may start after a
-    /// verified checkpoint ([`LogStream::resume_point`]). If `load` then fails with
-    /// [`StoreError::StaleCheckpoint`], the backend sets its sidecars aside and calls `load`
-    /// again with the whole log; any other error is returned as is. The appender this returns
-    /// maintains the backend's index and accepts [`LogAppender::checkpoint`]. The default
-    /// reads the whole log.
-    fn open_append_resumable(
-        &self,
-        id: &str,
-        load: &mut LoadFn<'_>,
-    ) -> Result<Box<dyn LogAppender>, StoreError> {
-        self.open_append(id, load)
-    }
 }
 
 /// The exclusive append handle of one stored session (see the module contract).
@@ -673,11 +672,12 @@ impl Store {
             ));
             Ok(())
         };
-        let mut appender = if resumable {
-            self.backend.open_append_resumable(id, &mut load)?
+        let from = if resumable {
+            ReadFrom::Checkpoint
         } else {
-            self.backend.open_append(id, &mut load)?
+            ReadFrom::Start
         };
+        let mut appender = self.backend.open_append(id, from, &mut load)?;
         let Some((session, n_stored, checkpointed)) = restored else {
             return Err(StoreError::Corrupt {
                 location: self.backend.describe(),
@@ -715,7 +715,7 @@ impl Store {
 
     /// Reads a session as a stream: the header at once, the events as they are pulled.
     pub fn scan(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
-        self.backend.scan(id)
+        self.backend.scan(id, ReadFrom::Start)
     }
 
     /// Reads a session's header and complete events without validating or changing anything.
@@ -727,7 +727,7 @@ impl Store {
     /// repair is written; the end-seed marker a restore adds exists only in the returned value).
     /// Always the whole log: this is the full verification.
     pub fn load(&self, id: &str) -> Result<Session, StoreError> {
-        let mut stream = self.backend.scan(id)?;
+        let mut stream = self.backend.scan(id, ReadFrom::Start)?;
         let session = restore_stream(&mut stream, None, SeedOptions::default())?;
         check_id(session, id, stream.location())
     }
@@ -736,14 +736,14 @@ impl Store {
     /// (a lazy session: O(live surface + rows since the checkpoint)); the whole log otherwise,
     /// or when the checkpoint turns out not to fit. Reads only, writes nothing.
     pub fn load_lazy(&self, id: &str) -> Result<Session, StoreError> {
-        let mut stream = self.backend.scan_resumable(id)?;
+        let mut stream = self.backend.scan(id, ReadFrom::Checkpoint)?;
         if stream.resume_point().is_some() {
             match restore_stream(&mut stream, None, SeedOptions::default()) {
                 Ok(session) => return check_id(session, id, stream.location()),
                 Err(StoreError::StaleCheckpoint { .. }) => {}
                 Err(other) => return Err(other),
             }
-            stream = self.backend.scan(id)?;
+            stream = self.backend.scan(id, ReadFrom::Start)?;
         }
         let session = restore_stream(&mut stream, None, SeedOptions::default())?;
         check_id(session, id, stream.location())
@@ -781,7 +781,7 @@ impl Store {
                 format!("session \"{child_id}\" already exists"),
             )));
         }
-        let mut source = match self.backend.scan(source_id) {
+        let mut source = match self.backend.scan(source_id, ReadFrom::Start) {
             Ok(source) => source,
             Err(StoreError::NotFound { .. }) => {
                 return Err(ForkError::Refused(strata_core::ForkError::new(

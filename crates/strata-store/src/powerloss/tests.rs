@@ -562,7 +562,7 @@ fn check_image(
     }
     let resumable = store
         .backend()
-        .scan_resumable(ID)
+        .scan(ID, crate::store::ReadFrom::Checkpoint)
         .map_err(|error| format!("resumable scan: {error}"))?
         .resume_point()
         .is_some();

@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 use postgres::{Client, NoTls};
 use strata_core::{Event, RawEvent, SessionHeader};
 use strata_store::{
-    Backend, Listing, LoadFn, LogAppender, LogStream, PostgresBackend, PostgresConfig, Store,
-    StoreError, StoredLog,
+    Backend, Listing, LoadFn, LogAppender, LogStream, PostgresBackend, PostgresConfig, ReadFrom,
+    Store, StoreError, StoredLog,
 };
 
 const LOCAL_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
@@ -338,25 +338,14 @@ impl Backend for Dropping {
     fn open_append(
         &self,
         id: &str,
+        from: ReadFrom,
         load: &mut LoadFn<'_>,
     ) -> Result<Box<dyn LogAppender>, StoreError> {
-        self.backend.open_append(id, load)
+        self.backend.open_append(id, from, load)
     }
 
-    fn open_append_resumable(
-        &self,
-        id: &str,
-        load: &mut LoadFn<'_>,
-    ) -> Result<Box<dyn LogAppender>, StoreError> {
-        self.backend.open_append_resumable(id, load)
-    }
-
-    fn scan(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
-        self.backend.scan(id)
-    }
-
-    fn scan_resumable(&self, id: &str) -> Result<LogStream<'_>, StoreError> {
-        self.backend.scan_resumable(id)
+    fn scan(&self, id: &str, from: ReadFrom) -> Result<LogStream<'_>, StoreError> {
+        self.backend.scan(id, from)
     }
 
     fn read(&self, id: &str) -> Result<StoredLog, StoreError> {
