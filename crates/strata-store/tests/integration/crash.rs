@@ -86,6 +86,28 @@ struct Run {
     acked: Vec<(u64, Vec<u8>)>,
 }
 
+/// Folds one writer run into the model of acknowledged lines (`label` names the backend or
+/// session in failures): everything acknowledged before the run was there when it opened, and
+/// no seq is ever acknowledged with two different lines.
+fn absorb(label: &str, kill_idx: usize, acked: &mut BTreeMap<u64, Vec<u8>>, run: Run) {
+    if let Some((&highest, _)) = acked.last_key_value() {
+        assert!(
+            run.opened > highest,
+            "{label} kill {kill_idx}: opened with {} events, acked {highest}",
+            run.opened
+        );
+    }
+    for (seq, line) in run.acked {
+        if let Some(earlier) = acked.insert(seq, line.clone()) {
+            assert_eq!(
+                String::from_utf8_lossy(&earlier),
+                String::from_utf8_lossy(&line),
+                "{label} kill {kill_idx}: seq {seq} acknowledged twice, differently"
+            );
+        }
+    }
+}
+
 /// One complete `ack <seq> <line>\n` report, or `None` for anything else.
 fn parse_ack(report: &[u8]) -> Option<(u64, Vec<u8>)> {
     let rest = report.strip_prefix(b"ack ")?;
@@ -313,23 +335,7 @@ fn sigkill_never_loses_or_changes_an_acknowledged_event() {
             if run.n_closers > 0 {
                 n_repaired += 1;
             }
-            // Everything acknowledged before this run was there when it opened.
-            if let Some((&highest, _)) = acked.last_key_value() {
-                assert!(
-                    run.opened > highest,
-                    "{kind:?} kill {kill_idx}: opened with {} events, acked {highest}",
-                    run.opened
-                );
-            }
-            for (seq, line) in run.acked {
-                if let Some(earlier) = acked.insert(seq, line.clone()) {
-                    assert_eq!(
-                        String::from_utf8_lossy(&earlier),
-                        String::from_utf8_lossy(&line),
-                        "{kind:?} kill {kill_idx}: seq {seq} acknowledged twice, differently"
-                    );
-                }
-            }
+            absorb(&format!("{kind:?}"), kill_idx, &mut acked, run);
             compare_acked(
                 kind,
                 &store,
@@ -472,22 +478,7 @@ fn sigkill_of_many_sessions_in_one_sqlite_store_loses_no_acknowledged_event() {
             if run.n_closers > 0 {
                 n_repaired += 1;
             }
-            if let Some((&highest, _)) = acked.last_key_value() {
-                assert!(
-                    run.opened > highest,
-                    "{id} kill {kill_idx}: opened with {} events, acked {highest}",
-                    run.opened
-                );
-            }
-            for (seq, line) in run.acked {
-                if let Some(earlier) = acked.insert(seq, line.clone()) {
-                    assert_eq!(
-                        String::from_utf8_lossy(&earlier),
-                        String::from_utf8_lossy(&line),
-                        "{id} kill {kill_idx}: seq {seq} acknowledged twice, differently"
-                    );
-                }
-            }
+            absorb(id, kill_idx, acked, run);
             compare_acked(
                 Kind::Sqlite,
                 &store,
