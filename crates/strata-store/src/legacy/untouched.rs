@@ -6,8 +6,10 @@
 //! its payload and a tree could not change its text:
 //! - its type is one of [`UNTOUCHED_TYPES`]: known to v0 and v1, no surface message (R3's
 //!   message shapes), none that U1–U4 rewrite (`turn/*`, `steering/message`, messages), none
-//!   that R2 reads (`request/header`, the retired types) and none whose payload R5's bracket
-//!   scan reads (`step/start`, `tool/call`);
+//!   that R2 reads (`request/header`, the retired types); R5's bracket scan reads the open step
+//!   of a `step/start` and the call id of a `tool/call`, from the row
+//!   ([`StoredTurnScan::observe_raw`](strata_core::StoredTurnScan::observe_raw) parses just
+//!   that payload);
 //! - it names no key `message` (the upgrader remembers a `data.message.id` of any row, for a
 //!   later legacy tool result replacing it);
 //! - the one-pass scanner claims it ([`ScannedRow::is_scanned`]: compact JSON, which serde
@@ -26,7 +28,9 @@ use strata_core::{RawEvent, ScannedRow};
 /// The row types a v0/v1 restore passes through untouched, by their tags as stored.
 pub(crate) const UNTOUCHED_TYPES: &[&str] = &[
     "assistant/chunk",
+    "step/start",
     "step/end",
+    "tool/call",
     "compaction/start",
     "compaction/end",
     "compaction/summary",
