@@ -42,7 +42,7 @@ pub(crate) const UNTOUCHED_TYPES: &[&str] = &[
 /// The row `text` decoded without a tree, when it qualifies (see the module docs).
 pub(crate) fn untouched_row(text: &str) -> Option<RawEvent> {
     let tag = leading_type(text)?;
-    if !UNTOUCHED_TYPES.contains(&tag) || text.contains("\"message\"") || !stringify_spelled(text) {
+    if !UNTOUCHED_TYPES.contains(&tag) || names_message(text) || !stringify_spelled(text) {
         return None;
     }
     let row = ScannedRow::scan(text).ok()?;
@@ -57,15 +57,23 @@ fn leading_type(text: &str) -> Option<&str> {
     Some(&rest[..end])
 }
 
+/// Whether `text` holds the key (or string) `"message"` spelled without escapes, which is how a
+/// text with only `JSON.stringify`'s escapes spells the key `message`.
+fn names_message(text: &str) -> bool {
+    static MESSAGE: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"message\""));
+    MESSAGE.find(text.as_bytes()).is_some()
+}
+
 /// Whether `text` holds only the escapes `JSON.stringify` writes and no code point from lead
 /// byte `F4` (see the module docs).
 fn stringify_spelled(text: &str) -> bool {
     let bytes = text.as_bytes();
-    if bytes.contains(&0xF4) {
-        return false;
-    }
     let mut at = 0;
-    while let Some(found) = bytes[at..].iter().position(|&byte| byte == b'\\') {
+    while let Some(found) = memchr::memchr2(b'\\', 0xF4, bytes.get(at..).unwrap_or_default()) {
+        if bytes[at + found] == 0xF4 {
+            return false;
+        }
         let escape = at + found + 1;
         match bytes.get(escape) {
             Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't') => at = escape + 1,
