@@ -60,6 +60,11 @@ impl Text {
         }
     }
 
+    /// Whether the text is a block of its own (not yet shared with other texts).
+    pub(crate) fn is_whole(&self) -> bool {
+        self.len == WHOLE
+    }
+
     /// The text.
     pub(crate) fn as_str(&self) -> &str {
         if self.len == WHOLE {

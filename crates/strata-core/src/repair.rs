@@ -27,6 +27,7 @@ use crate::event::{Event, EventType};
 use crate::payload::{text_block, ToolResult};
 use crate::rule::{AcceptError, Rule};
 use crate::seq::Seq;
+use crate::wire::RawEvent;
 
 /// Why a turn is being closed; decides ids, texts and the `turn/end` reason.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -458,6 +459,37 @@ impl StoredTurnScan {
             .and_then(|seq| Seq::new(seq).ok());
         self.scan
             .observe(&EventType::parse(tag), seq, row.get("data"))
+    }
+
+    /// [`StoredTurnScan::observe`] for a row decoded without a tree (its payload kept as
+    /// text): the same state, with the payload parsed only for the types whose bracket the
+    /// scan reads (turns, steps, calls and results), so a reader that keeps rows as text
+    /// builds no tree for the rest (a v0 log's chunks, most of its rows).
+    pub fn observe_raw(&mut self, row: &RawEvent) -> Result<(), AcceptError> {
+        self.n_rows += 1;
+        let seq_value = row.seq_value();
+        let seq = seq_value
+            .as_ref()
+            .and_then(crate::json::js_non_negative_safe_integer)
+            .and_then(|seq| Seq::new(seq).ok());
+        self.last = Some((seq_value, row.time_value()));
+        let Some(tag) = row.type_tag() else {
+            return Ok(());
+        };
+        let event_type = EventType::parse(tag);
+        let reads_payload = matches!(
+            event_type,
+            EventType::TurnStart
+                | EventType::StepStart
+                | EventType::AssistantMessage
+                | EventType::ToolCall
+                | EventType::ToolResult
+        );
+        if !reads_payload {
+            return self.scan.observe(&event_type, seq, None);
+        }
+        let data = row.data();
+        self.scan.observe(&event_type, seq, data.as_deref())
     }
 
     /// The closers for a turn left open, as stored rows; empty when none is open.

@@ -32,4 +32,5 @@ mod rejection;
 pub(crate) mod released_rows;
 mod restore;
 mod rows;
+mod untouched;
 mod zstd_source;

@@ -109,3 +109,45 @@ fn the_closers_of_a_loaded_log_leave_its_payloads_unparsed() {
     assert!(!closers.candidates.is_empty());
     assert_eq!(parsed_seqs(&session), before);
 }
+
+/// A stored row scanned as a tree and as a row kept as text: the same closers (open turn,
+/// step and pending calls, numbered after the last row and carrying its time), and the same
+/// `TypeError` for a bracket payload that is `null`.
+#[test]
+fn a_stored_row_scan_reads_rows_kept_as_text_as_it_reads_trees() {
+    let rows = [
+        r#"{"type":"turn/start","seq":0,"time":10,"data":{"turn":1}}"#,
+        r#"{"type":"step/start","seq":1,"time":11,"data":{"turn":1,"step":1}}"#,
+        r#"{"type":"assistant/chunk","seq":2,"time":12,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"x"}}}"#,
+        r#"{"type":"assistant/message","seq":3,"time":13,"data":{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[{"type":"tool-call","id":"c1","name":"bash","input":{}},{"type":"tool-call","id":"c2","name":"bash","input":{}}],"source":{"kind":"model"}}}}"#,
+        r#"{"type":"tool/call","seq":4,"time":14,"data":{"turn":1,"step":1,"callId":"c1"}}"#,
+        r#"{"type":"tool/result","seq":5,"time":15,"data":{"turn":1,"step":1,"message":{"id":"r","role":"user","content":[],"source":{"kind":"tool","callId":"c2"}}}}"#,
+        r#"{"type":"assistant/chunk","seq":6,"time":1.6e1,"data":{}}"#,
+    ];
+    let mut trees = StoredTurnScan::new();
+    let mut texts = StoredTurnScan::new();
+    for row in rows {
+        trees.observe(&crate::json::parse(row).unwrap()).unwrap();
+        texts
+            .observe_raw(&RawEvent::from_json_str(row).unwrap())
+            .unwrap();
+    }
+    let closers = trees.closer_rows(CloseCause::Interrupted);
+    assert!(closers.len() >= 3, "{closers:?}");
+    let as_rows = |closers: Vec<Value>| -> Vec<RawEvent> {
+        closers.into_iter().map(RawEvent::from_value).collect()
+    };
+    assert_eq!(
+        as_rows(closers),
+        as_rows(texts.closer_rows(CloseCause::Interrupted))
+    );
+
+    let null = r#"{"type":"tool/call","seq":0,"time":1,"data":null}"#;
+    let tree = StoredTurnScan::new().observe(&crate::json::parse(null).unwrap());
+    let text = StoredTurnScan::new().observe_raw(&RawEvent::from_json_str(null).unwrap());
+    assert_eq!(
+        tree.unwrap_err().message,
+        text.unwrap_err().message,
+        "a null payload"
+    );
+}

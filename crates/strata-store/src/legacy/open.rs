@@ -8,9 +8,9 @@ use std::path::Path;
 use strata_core::{Generation, SessionHeader};
 
 use super::error::{generation_name, ReadError};
-use super::reader::LegacyReader;
+use super::reader::{LegacyReader, Record};
 use super::rejection::Rejection;
-use super::restore::{restore_v0, restore_v2, RestoreSink, Restored};
+use super::restore::{restore_v0_records, restore_v2, RestoreSink, Restored};
 use crate::codec::TornTail;
 
 /// An older-generation log that was read and accepted under its own rules.
@@ -64,14 +64,16 @@ pub fn open_file<S: RestoreSink>(
     path: &Path,
     sink: impl FnOnce(SessionHeader) -> S,
 ) -> Result<Opened<S::Output>, OpenError> {
-    let mut reader = LegacyReader::open(path).map_err(OpenError::Read)?;
+    let mut reader = LegacyReader::open(path)
+        .map_err(OpenError::Read)?
+        .keeping_rows();
     let generation = reader.generation();
     let file = reader.file().to_owned();
     let header = reader.header().clone();
     // The reader's first error ends the record stream; it is reported as what it is.
     let mut read_error: Option<ReadError> = None;
     let mut n_stored = 0_u64;
-    let records = std::iter::from_fn(|| match reader.next()? {
+    let records = std::iter::from_fn(|| match reader.next_record()? {
         Ok(record) => {
             n_stored += 1;
             Some(record)
@@ -82,8 +84,9 @@ pub fn open_file<S: RestoreSink>(
         }
     });
     let verdict = match generation {
-        Generation::V0 | Generation::V1 => restore_v0(generation, &header, records, sink),
-        _ => restore_v2(&header, records, sink),
+        Generation::V0 | Generation::V1 => restore_v0_records(generation, &header, records, sink),
+        // The reader keeps no v2 row as text: every record is a tree already.
+        _ => restore_v2(&header, records.map(Record::into_tree), sink),
     };
     if let Some(error) = read_error {
         return Err(OpenError::Read(error));

@@ -22,7 +22,7 @@ use std::io::{self, BufReader, Read};
 use std::path::Path;
 
 use serde_json::{Map, Value};
-use strata_core::{EventType, Generation};
+use strata_core::{EventType, Generation, RawEvent};
 
 use super::detect::{detect_generation, name_hint, NameHint};
 use super::error::{At, ReadError};
@@ -30,6 +30,7 @@ use super::header::logical_header;
 use super::js;
 use super::released_rows::ReleasedRows;
 use super::rows::decode_row;
+use super::untouched::untouched_row;
 use super::zstd_source::ZstdSource;
 use crate::codec::TornTail;
 use crate::lines::{LineError, LineScanner, LineScannerConfig, DEFAULT_MAX_RECORD_LEN};
@@ -42,6 +43,39 @@ pub struct LogRecord {
     pub line: u64,
     /// The event object as stored (a packed member as upstream expands it).
     pub event: Value,
+}
+
+/// One logical event as a restore reads it: a tree, or a row that no legacy step looks into,
+/// kept as text (`untouched`).
+pub(crate) enum Record {
+    /// The event object as stored.
+    Tree(LogRecord),
+    /// An untouched row and its physical line.
+    Row {
+        /// 1-based physical line.
+        line: u64,
+        /// The row, its payload the text it was stored with.
+        row: RawEvent,
+    },
+}
+
+impl Record {
+    /// The record as a tree (a row kept as text is parsed back).
+    pub(crate) fn into_tree(self) -> LogRecord {
+        match self {
+            Record::Tree(record) => record,
+            Record::Row { line, row } => LogRecord {
+                line,
+                event: row.to_value(),
+            },
+        }
+    }
+}
+
+/// An event decoded from a line, not yet yielded.
+enum Pending {
+    Tree(Value),
+    Row(RawEvent),
 }
 
 /// A streaming reader of an older-generation log.
@@ -58,13 +92,16 @@ pub struct LegacyReader {
     len: usize,
     /// Events yielded so far: the seq the next event should carry.
     next_seq: u64,
-    /// Expanded members of the current packed row not yet yielded, and its line.
-    pending: VecDeque<Value>,
+    /// Expanded members of the current packed row (or the current row) not yet yielded, and
+    /// its line.
+    pending: VecDeque<Pending>,
     pending_line: u64,
     torn: Option<TornTail>,
     done: bool,
     /// The released v0/v1 codec's row rules, when the migration asked for them.
     released_rows: Option<ReleasedRows>,
+    /// Untouched v0/v1 rows are kept as text ([`LegacyReader::records`]).
+    keep_rows: bool,
 }
 
 /// Opens `path` and reads its first line: the generation (from the header `version` and the
@@ -153,6 +190,7 @@ impl LegacyReader {
             torn: None,
             done: false,
             released_rows: None,
+            keep_rows: false,
         }
     }
 
@@ -271,6 +309,13 @@ impl LegacyReader {
             at: self.at(line),
             detail: error.to_string(),
         })?;
+        if self.keep_rows {
+            if let Some(row) = untouched_row(text) {
+                self.pending.push_back(Pending::Row(row));
+                self.pending_line = line;
+                return Ok(());
+            }
+        }
         let value: Value = strata_core::json::parse(text).map_err(|error| ReadError::Json {
             at: self.at(line),
             detail: error.to_string(),
@@ -286,7 +331,7 @@ impl LegacyReader {
         if self.generation <= Generation::V1 {
             match decode_row(&value) {
                 Ok(Some(row)) => {
-                    self.pending.extend(row.expand());
+                    self.pending.extend(row.expand().map(Pending::Tree));
                     self.pending_line = line;
                     return Ok(());
                 }
@@ -300,11 +345,11 @@ impl LegacyReader {
             }
         } else {
             let value = self.expand_ranges(line, value)?;
-            self.pending.push_back(value);
+            self.pending.push_back(Pending::Tree(value));
             self.pending_line = line;
             return Ok(());
         }
-        self.pending.push_back(value);
+        self.pending.push_back(Pending::Tree(value));
         self.pending_line = line;
         Ok(())
     }
@@ -402,16 +447,24 @@ impl Read for Snapshot {
     }
 }
 
-impl Iterator for LegacyReader {
-    type Item = Result<LogRecord, ReadError>;
+impl LegacyReader {
+    /// Keeps the v0/v1 rows no legacy step looks into as text, yielded by
+    /// [`LegacyReader::next_record`] as [`Record::Row`] (the restore path's reader; the
+    /// migration's edges read trees).
+    pub(crate) fn keeping_rows(mut self) -> LegacyReader {
+        self.keep_rows = self.generation <= Generation::V1 && self.released_rows.is_none();
+        self
+    }
 
-    fn next(&mut self) -> Option<Self::Item> {
+    /// The next logical event, a row kept as text when [`LegacyReader::keeping_rows`] allows.
+    pub(crate) fn next_record(&mut self) -> Option<Result<Record, ReadError>> {
         loop {
             if let Some(event) = self.pending.pop_front() {
                 self.next_seq += 1;
-                return Some(Ok(LogRecord {
-                    line: self.pending_line,
-                    event,
+                let line = self.pending_line;
+                return Some(Ok(match event {
+                    Pending::Tree(event) => Record::Tree(LogRecord { line, event }),
+                    Pending::Row(row) => Record::Row { line, row },
                 }));
             }
             if self.done {
@@ -433,6 +486,14 @@ impl Iterator for LegacyReader {
                 }
             }
         }
+    }
+}
+
+impl Iterator for LegacyReader {
+    type Item = Result<LogRecord, ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        Some(self.next_record()?.map(Record::into_tree))
     }
 }
 

@@ -28,7 +28,7 @@ use strata_core::{
 
 use super::js;
 use super::normalize::{RefusalScan, Upgrader};
-use super::reader::LogRecord;
+use super::reader::{LogRecord, Record};
 use super::rejection::{LegacyRule, Rejection};
 
 /// A log accepted by an entry point.
@@ -178,6 +178,7 @@ fn send(rows: &mut Option<SyncSender<Vec<RawEvent>>>, batch: &mut Vec<RawEvent>)
     if batch.is_empty() {
         return;
     }
+    RawEvent::share_own_payloads_in(batch, crate::prefault::populate);
     let full = std::mem::replace(batch, Vec::with_capacity(BATCH_ROWS));
     if rows.as_ref().is_some_and(|rows| rows.send(full).is_err()) {
         *rows = None;
@@ -247,6 +248,23 @@ pub fn restore_v0<S: RestoreSink>(
     records: impl IntoIterator<Item = LogRecord>,
     sink: impl FnOnce(SessionHeader) -> S,
 ) -> Result<Restored<S::Output>, Rejection> {
+    restore_v0_records(
+        generation,
+        header,
+        records.into_iter().map(Record::Tree),
+        sink,
+    )
+}
+
+/// [`restore_v0`] over a reader's records, some of them rows kept as text: R2–R4 leave such a
+/// row as it is (the reader keeps only rows they are blind to, `untouched`), so it goes to the
+/// bracket scan and the sink without a tree.
+pub(crate) fn restore_v0_records<S: RestoreSink>(
+    generation: Generation,
+    header: &Map<String, Value>,
+    records: impl IntoIterator<Item = Record>,
+    sink: impl FnOnce(SessionHeader) -> S,
+) -> Result<Restored<S::Output>, Rejection> {
     let id = js::display(header.get("id"));
     check_version(generation, header, &id)?;
     // R6 starts with the header rules; their verdict waits for R2–R5.
@@ -259,37 +277,58 @@ pub fn restore_v0<S: RestoreSink>(
     // Each step's first failure; a step runs over the whole log before the next one starts,
     // so an earlier step's failure anywhere outranks a later step's.
     let (mut upgrades, mut vocabulary, mut repair) = (None, None, None);
-    for LogRecord { line, mut event } in records {
-        refusals.observe(&id, &event);
-        if upgrades.is_none() {
-            let upgraded = upgrader
-                .upgrade(&mut event)
-                .and_then(|()| check_message(generation, &event));
-            if let Err(rejection) = upgraded {
-                upgrades = Some(rejection.at_line(Some(line)));
+    for record in records {
+        let (line, row) = match record {
+            Record::Tree(LogRecord { line, mut event }) => {
+                refusals.observe(&id, &event);
+                if upgrades.is_some() {
+                    continue;
+                }
+                if let Err(rejection) = upgrader.upgrade(&mut event) {
+                    upgrades = Some(rejection.at_line(Some(line)));
+                    continue;
+                }
+                // R4 reads the tree (its message names the type and seq as written); R3's
+                // message shapes, R5 and the sink read the row it becomes.
+                let unknown = match vocabulary {
+                    None => check_vocabulary(generation, &id, &event).err(),
+                    Some(_) => None,
+                };
+                let row = RawEvent::from_value(event);
+                if let Err(rejection) = check_message(generation, &row) {
+                    upgrades = Some(rejection.at_line(Some(line)));
+                    continue;
+                }
+                if let Some(rejection) = unknown {
+                    vocabulary = Some(rejection.at_line(Some(line)));
+                }
+                if vocabulary.is_some() {
+                    continue;
+                }
+                if repair.is_none() {
+                    if let Err(error) = turns.observe_raw(&row) {
+                        repair = Some(Rejection::type_error(&error.message).at_line(Some(line)));
+                    }
+                }
+                (line, row)
             }
-        }
-        if upgrades.is_some() {
-            continue;
-        }
-        if vocabulary.is_none() {
-            if let Err(rejection) = check_vocabulary(generation, &id, &event) {
-                vocabulary = Some(rejection.at_line(Some(line)));
+            Record::Row { line, row } => {
+                if upgrades.is_some() || vocabulary.is_some() {
+                    continue;
+                }
+                if repair.is_none() {
+                    if let Err(error) = turns.observe_raw(&row) {
+                        repair = Some(Rejection::type_error(&error.message).at_line(Some(line)));
+                    }
+                }
+                (line, row)
             }
-        }
-        if vocabulary.is_some() {
-            continue;
-        }
-        if repair.is_none() {
-            if let Err(error) = turns.observe(&event) {
-                repair = Some(Rejection::type_error(&error.message).at_line(Some(line)));
-            }
-        }
+        };
         if repair.is_some() {
             continue;
         }
         if let Ok(sink) = &mut sink {
-            sink.push(Some(line), RawEvent::from_value(event));
+            sink.push(Some(line), row);
         }
     }
     if let Some(refusal) = refusals.verdict() {
@@ -300,7 +339,7 @@ pub fn restore_v0<S: RestoreSink>(
     }
     let mut closers = turns.closer_rows(CloseCause::Interrupted);
     for closer in &closers {
-        check_message(generation, closer)?;
+        check_message(generation, &RawEvent::from_value(closer.clone()))?;
     }
     let mut sink = sink?;
     let repair_closers = closers
@@ -349,16 +388,14 @@ pub fn restore_v2<S: RestoreSink>(
 }
 
 /// R3's message shapes (core §4.5 rules with the stored seq as subject).
-fn check_message(generation: Generation, event: &Value) -> Result<(), Rejection> {
-    let is_message = event
-        .get("type")
-        .and_then(Value::as_str)
+fn check_message(generation: Generation, row: &RawEvent) -> Result<(), Rejection> {
+    let is_message = row
+        .type_tag()
         .is_some_and(|tag| generation.is_surface_type(&EventType::parse(tag)));
     if !is_message {
         return Ok(());
     }
-    let raw = RawEvent::from_value(event.clone());
-    check_stored_message(generation, &raw).map_err(|error| Rejection::from_accept(&error))
+    check_stored_message(generation, row).map_err(|error| Rejection::from_accept(&error))
 }
 
 /// R1: `version` must name the generation exactly; refused unwrapped, direction-aware.

@@ -11,7 +11,8 @@ use serde_json::Value;
 use strata_core::{Generation, RawEvent, SeedOptions, Session, SessionHeader};
 use strata_store::encode_event_line;
 use strata_store::legacy::{
-    hydrate_fixture, restore_v0, FixtureOptions, Rejection, RestoreSink, SessionSink,
+    hydrate_fixture, open_file, restore_v0, FixtureOptions, LegacyReader, OpenError, Rejection,
+    RestoreSink, SessionSink,
 };
 
 /// Collects the rows as they come (payloads as values) and restores them at the end.
@@ -202,5 +203,110 @@ fn a_restored_v0_session_replays_from_its_own_rows() {
         )
         .unwrap_or_else(|error| panic!("{name}: {error}"));
         assert_eq!(shown(&replayed), shown(&restored), "{name}");
+    }
+}
+
+/// Opens `log` as a file both ways: `open_file`, whose reader keeps the rows no legacy step
+/// looks into as text, and the reader's trees restored by `restore_v0` (every row a tree).
+/// Both must give the same verdict, rejection, closers and session.
+fn file_paths_agree(name: &str, log: &[u8]) -> Option<bool> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("session.jsonl");
+    fs::write(&path, log).unwrap();
+    let sink = |h| SessionSink::new(h, SeedOptions::default());
+    let opened = open_file(&path, sink);
+    let trees = LegacyReader::open(&path).map(|mut reader| {
+        let generation = reader.generation();
+        let header = reader.header().clone();
+        let records: Vec<_> = reader.by_ref().map_while(Result::ok).collect();
+        (restore_v0(generation, &header, records, sink), reader)
+    });
+    match (opened, trees) {
+        (Ok(opened), Ok((Ok(trees), _))) => {
+            let rows = opened.restored;
+            assert_eq!(rows.repair_closers, trees.repair_closers, "{name}: closers");
+            assert_eq!(
+                shown(&rows.outcome),
+                shown(&trees.outcome),
+                "{name}: restored session"
+            );
+            Some(true)
+        }
+        (Err(OpenError::Rejected { rejection, .. }), Ok((Err(trees), _))) => {
+            assert_eq!(rejection, trees, "{name}: rejection");
+            Some(false)
+        }
+        (Err(OpenError::Read(_)), _) | (_, Err(_)) => None,
+        (opened, trees) => panic!(
+            "{name}: rows kept as text {:?}, trees {:?}",
+            opened.map(|_| ()),
+            trees.map(|(verdict, _)| verdict.map(|_| ()))
+        ),
+    }
+}
+
+#[test]
+fn rows_kept_as_text_agree_with_trees_on_every_rule_fixture() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/v0/rules");
+    let cases = fs::read_to_string(dir.join("cases.tsv")).unwrap();
+    let options = FixtureOptions {
+        time: Some(1_700_000_000_000),
+        ..FixtureOptions::default()
+    };
+    let (mut accepted, mut refused) = (0, 0);
+    for name in cases.lines().filter_map(|line| line.split('\t').next()) {
+        let log = fs::read(dir.join(format!("{name}.jsonl"))).unwrap();
+        // As a log file: the fixture's header and rows with the seqs and times it implies.
+        let Ok(fixture) = hydrate_fixture(&log, &options) else {
+            continue;
+        };
+        let mut header = serde_json::Map::new();
+        header.insert("type".into(), Value::from("session"));
+        header.extend(fixture.header.clone());
+        // The file form of a v0 header (the fixtures' logical headers may leave it out).
+        header
+            .entry("delegationDepth")
+            .or_insert_with(|| Value::from(0));
+        let mut file = strata_core::json::to_js_string(&Value::Object(header)) + "\n";
+        for record in &fixture.events {
+            file.push_str(&strata_core::json::to_js_string(&record.event));
+            file.push('\n');
+        }
+        match file_paths_agree(name, file.as_bytes()) {
+            Some(true) => accepted += 1,
+            Some(false) => refused += 1,
+            None => {}
+        }
+    }
+    assert!(accepted >= 50, "{accepted} accepted");
+    assert!(refused >= 50, "{refused} refused");
+}
+
+#[test]
+fn rows_kept_as_text_agree_with_trees_on_generated_and_respelled_logs() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/v0/generated");
+    for name in ["gen-e500-s11.jsonl", "gen-e700-s12-dense.jsonl"] {
+        let log = fs::read_to_string(dir.join(name)).unwrap();
+        assert_eq!(file_paths_agree(name, log.as_bytes()), Some(true), "{name}");
+        // Chunk texts a tree would write back differently (escapes `JSON.stringify` does not
+        // write, a held code point), a chunk naming `message`, a `-0` and an exponent: those
+        // rows take the tree path, the rest stay text, and the session is the same.
+        let respelled: Vec<String> = log
+            .lines()
+            .enumerate()
+            .map(|(at, line)| match at % 7 {
+                1 => line.replacen("\"text\":\"", "\"text\":\"\\/\\u0041\\n", 1),
+                2 => line.replacen("\"text\":\"", "\"text\":\"\u{10F800}", 1),
+                3 => line.replacen("\"index\":0", "\"index\":-0", 1),
+                4 => line.replacen("\"index\":0", "\"index\":0e0,\"message\":{\"id\":7}", 1),
+                _ => line.to_owned(),
+            })
+            .collect();
+        let respelled = respelled.join("\n") + "\n";
+        assert_eq!(
+            file_paths_agree(name, respelled.as_bytes()),
+            Some(true),
+            "{name} respelled"
+        );
     }
 }
