@@ -18,7 +18,6 @@
 //!
 //! [`RawEvent::share_payloads`]: crate::RawEvent::share_payloads
 
-use std::mem::MaybeUninit;
 use std::sync::{Arc, OnceLock};
 
 use serde_json::value::RawValue;
@@ -84,9 +83,8 @@ impl Text {
         rows: &mut [T],
         text: impl Fn(&T) -> Option<&str>,
         mut set: impl FnMut(&mut T, Text),
-        prepare: impl FnOnce(&mut [MaybeUninit<u8>]),
     ) {
-        let Some(shared) = Text::share(rows.iter().filter_map(&text), prepare) else {
+        let Some(shared) = Text::share(rows.iter().filter_map(&text)) else {
             return;
         };
         let mut shared = shared.into_iter();
@@ -100,20 +98,13 @@ impl Text {
     }
 
     /// Copies `texts` into one new block, returning their handles in order; `None` when the
-    /// block would not fit 32-bit offsets. `prepare` sees the block's memory before the texts
-    /// are copied in.
-    fn share<'t>(
-        texts: impl Iterator<Item = &'t str> + Clone,
-        prepare: impl FnOnce(&mut [MaybeUninit<u8>]),
-    ) -> Option<Vec<Text>> {
+    /// block would not fit 32-bit offsets.
+    fn share<'t>(texts: impl Iterator<Item = &'t str> + Clone) -> Option<Vec<Text>> {
         let total: usize = texts.clone().map(str::len).sum();
         if u32::try_from(total).map_or(true, |total| total == WHOLE) {
             return None;
         }
-        let mut bytes = Vec::with_capacity(total);
-        prepare(bytes.spare_capacity_mut());
-        // Still empty, so UTF-8: the block keeps the memory just prepared.
-        let mut block = String::from_utf8(bytes).unwrap_or_default();
+        let mut block = String::with_capacity(total);
         let mut spans = Vec::new();
         for text in texts {
             // Both fit: their sum is below `WHOLE`.

@@ -146,25 +146,10 @@ impl<'a> ScannedRow<'a> {
     /// Moves the payloads of `rows` (borrowed or decoded by serde) into one shared block, as
     /// [`RawEvent::share_payloads`] does for rows.
     pub fn share_payloads(rows: &mut [ScannedRow<'a>]) {
-        ScannedRow::share_payloads_in(rows, |_| {});
-    }
-
-    /// [`ScannedRow::share_payloads`], handing the new block's memory to `prepare` before the
-    /// payloads are copied in: a store can have the kernel map it in one call
-    /// (`MADV_POPULATE_WRITE`) instead of one page fault per page as the copy first touches it.
-    pub fn share_payloads_in(
-        rows: &mut [ScannedRow<'a>],
-        prepare: impl FnOnce(&mut [std::mem::MaybeUninit<u8>]),
-    ) {
-        Text::share_among(
-            rows,
-            ScannedRow::unshared_payload,
-            |row, text| {
-                row.raw.data = Some(Payload::Text(text));
-                row.payload = None;
-            },
-            prepare,
-        );
+        Text::share_among(rows, ScannedRow::unshared_payload, |row, text| {
+            row.raw.data = Some(Payload::Text(text));
+            row.payload = None;
+        });
     }
 
     /// The payload text not yet in a shared block.

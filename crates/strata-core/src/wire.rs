@@ -276,7 +276,6 @@ impl RawEvent {
                 _ => None,
             },
             |row, text| row.data = Some(Payload::Text(text)),
-            |_| {},
         );
     }
 
@@ -286,15 +285,6 @@ impl RawEvent {
     /// so the session they are restored into holds one allocation per batch, as a V3 load
     /// does, not one per event (freeing a million of them was a tenth of a v0 validate).
     pub fn share_own_payloads(rows: &mut [RawEvent]) {
-        RawEvent::share_own_payloads_in(rows, |_| {});
-    }
-
-    /// [`RawEvent::share_own_payloads`], handing the new block's memory to `prepare` first
-    /// (see [`ScannedRow::share_payloads_in`](crate::ScannedRow::share_payloads_in)).
-    pub fn share_own_payloads_in(
-        rows: &mut [RawEvent],
-        prepare: impl FnOnce(&mut [std::mem::MaybeUninit<u8>]),
-    ) {
         crate::data::Text::share_among(
             rows,
             |row| match &row.data {
@@ -303,7 +293,6 @@ impl RawEvent {
                 _ => None,
             },
             |row, text| row.data = Some(Payload::Text(text)),
-            prepare,
         );
     }
 

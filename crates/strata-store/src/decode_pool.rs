@@ -809,7 +809,7 @@ fn decode_batch<D: RecordDecoder>(
             }
         }
     }
-    ScannedRow::share_payloads_in(&mut scanned, crate::prefault::populate);
+    ScannedRow::share_payloads(&mut scanned);
     rows.extend(
         scanned
             .into_iter()

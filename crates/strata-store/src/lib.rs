@@ -117,7 +117,6 @@ mod loose;
 mod memory;
 mod postgres;
 mod powerloss;
-mod prefault;
 mod ranges;
 mod resume;
 mod sqlite;

@@ -178,7 +178,7 @@ fn send(rows: &mut Option<SyncSender<Vec<RawEvent>>>, batch: &mut Vec<RawEvent>)
     if batch.is_empty() {
         return;
     }
-    RawEvent::share_own_payloads_in(batch, crate::prefault::populate);
+    RawEvent::share_own_payloads(batch);
     let full = std::mem::replace(batch, Vec::with_capacity(BATCH_ROWS));
     if rows.as_ref().is_some_and(|rows| rows.send(full).is_err()) {
         *rows = None;
