@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use strata_core::{Generation, PrecheckedRow, RawEvent};
+use strata_core::ingest::PrecheckedRow;
+use strata_core::{Generation, RawEvent};
 use strata_store::{EventRows, LogStream, StoreError, TornInfo};
 
 /// How long an operation runs before its bar appears.

@@ -404,7 +404,7 @@ fn accept_checked(
 /// The head and relational rules (docs/rules.md: S9–S13, R1–R53) on an event the rules above
 /// accepted, against `relations` and the surface before the event; V3 logs only (older
 /// generations keep their own rule sets). `facts` are the event's payload facts when a
-/// decoding thread read them ahead ([`PrecheckedRow`](crate::PrecheckedRow)). Errors are
+/// decoding thread read them ahead ([`PrecheckedRow`](crate::ingest::PrecheckedRow)). Errors are
 /// located and worded like the other rules'.
 pub(crate) fn relate(
     context: &Context<'_>,

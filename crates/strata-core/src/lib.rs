@@ -36,7 +36,6 @@ pub use header::{HeaderSpec, SessionHeader};
 pub use log::{EventSource, SourceError};
 pub use message::{project, projected_message, Message};
 pub use pairing::{check_tool_pairing, PairingError};
-pub use precheck::PrecheckedRow;
 pub use relations::Relations;
 pub use repair::{
     interrupted_turn_closers, open_turn_closers, CloseCause, Closers, OpenCall, StoredTurnScan,
@@ -47,7 +46,6 @@ pub use request::{
     RequestAt, RequestAtError,
 };
 pub use rule::{AcceptError, Rule};
-pub use scan::{ScanArena, ScannedRow};
 pub use seq::{Seq, SeqRangeError, MAX_SAFE_INTEGER};
 pub use session::{
     fold_accepted, fold_surface, fold_window, AppendPlan, BatchMark, Fold, SeedOptions, Session,
@@ -58,6 +56,15 @@ pub use surface::{Replacement, SurfaceState};
 pub use verify::{Verified, Verifier};
 pub use wire::RawEvent;
 
+/// For store implementers: the machinery a store's decoders use to load a log fast — the
+/// one-pass row scanner and its arena ([`ScannedRow`](ingest::ScannedRow),
+/// [`ScanArena`](ingest::ScanArena)) and rows whose event-local rules already ran
+/// ([`PrecheckedRow`](ingest::PrecheckedRow)), which a restore takes instead of raw rows. An
+/// agent builder never needs it: `Session` and `RawEvent` are the API.
+pub mod ingest {
+    pub use crate::precheck::PrecheckedRow;
+    pub use crate::scan::{ScanArena, ScannedRow};
+}
 pub mod json;
 pub mod payload;
 pub mod synth;

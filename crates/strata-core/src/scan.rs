@@ -45,7 +45,7 @@ const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 ///
 /// A store's decoder scans a batch of rows, moves their payloads into one block
 /// ([`ScannedRow::share_payloads`]) and checks each row ahead
-/// ([`PrecheckedRow::check_scanned`](crate::PrecheckedRow::check_scanned)) with the view the
+/// ([`PrecheckedRow::check_scanned`](crate::ingest::PrecheckedRow::check_scanned)) with the view the
 /// scan built, so no payload is tokenized twice.
 #[derive(Debug)]
 pub struct ScannedRow<'a> {
@@ -92,7 +92,7 @@ impl<'a> ScannedRow<'a> {
     }
 
     /// [`ScannedRow::scan`] also building, given an arena, the view of the payload its rules
-    /// read, for [`PrecheckedRow::check_scanned`](crate::PrecheckedRow::check_scanned).
+    /// read, for [`PrecheckedRow::check_scanned`](crate::ingest::PrecheckedRow::check_scanned).
     pub fn scan_in(
         text: &'a str,
         arena: Option<&'a ScanArena>,

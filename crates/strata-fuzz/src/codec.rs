@@ -1,6 +1,7 @@
 //! The V3/V4 line codec, and the core's acceptance rules on the rows it decodes.
 
-use strata_core::{CloseCause, PrecheckedRow, RawEvent, SeedOptions, Session, Verifier};
+use strata_core::ingest::PrecheckedRow;
+use strata_core::{CloseCause, RawEvent, SeedOptions, Session, Verifier};
 use strata_store::{
     decode_event_line, decode_header_line, decode_source_seqs, EventLine, JsonlReader, Location,
     ReaderOptions,

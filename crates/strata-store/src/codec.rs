@@ -21,10 +21,9 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
+use strata_core::ingest::{ScanArena, ScannedRow};
 use strata_core::json::non_negative_safe_integer;
-use strata_core::{
-    AcceptError, Event, EventType, Generation, RawEvent, ScanArena, ScannedRow, Seq, SessionHeader,
-};
+use strata_core::{AcceptError, Event, EventType, Generation, RawEvent, Seq, SessionHeader};
 
 use crate::lines::{LineError, LineScanner, LineScannerConfig, DEFAULT_MAX_RECORD_LEN};
 use crate::ranges::{decode_source_seqs, is_plain_seq_list, RangeError};

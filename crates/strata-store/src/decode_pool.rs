@@ -42,7 +42,8 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::Arc;
 use std::thread;
 
-use strata_core::{Generation, PrecheckedRow, RawEvent, ScanArena, ScannedRow};
+use strata_core::ingest::{PrecheckedRow, ScanArena, ScannedRow};
+use strata_core::{Generation, RawEvent};
 
 use crate::error::StoreError;
 use crate::store::{EventRows, TornInfo};

@@ -43,9 +43,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use strata_core::ingest::PrecheckedRow;
 use strata_core::{
     fork_session, Checkpoint, CloseCause, Event, EventSource, ForkErrorCode, ForkMode, Generation,
-    PrecheckedRow, RawEvent, ResumeError, SeedOptions, Session, SessionHeader,
+    RawEvent, ResumeError, SeedOptions, Session, SessionHeader,
 };
 
 use crate::codec::encode_event_line;

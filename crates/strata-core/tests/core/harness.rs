@@ -35,10 +35,10 @@ use std::fmt::Write as _;
 use std::sync::Mutex;
 
 use serde_json::{json, Map, Value};
+use strata_core::ingest::{PrecheckedRow, ScanArena, ScannedRow};
 use strata_core::{
     fold_surface, fold_window, fork_session, open_turn_closers, AcceptError, Candidate, CloseCause,
-    ForkMode, Generation, Message, PrecheckedRow, RawEvent, ScanArena, ScannedRow, SeedOptions,
-    Seq, Session, SessionHeader,
+    ForkMode, Generation, Message, RawEvent, SeedOptions, Seq, Session, SessionHeader,
 };
 
 /// An entry path a log can take into the core.

@@ -829,7 +829,7 @@ fn properties_repair_and_fork_at_any_cut_are_valid() {
             let ahead = raws(prefix)
                 .into_iter()
                 .enumerate()
-                .map(|(index, raw)| strata_core::PrecheckedRow::check(Generation::NATIVE, index as u64, raw));
+                .map(|(index, raw)| strata_core::ingest::PrecheckedRow::check(Generation::NATIVE, index as u64, raw));
             let ahead = Session::restore_prechecked(header("r"), ahead, crate::harness::SURFACE_ONLY, Some(cause)).unwrap();
             prop_assert_eq!(ahead.events(), repaired.events());
             prop_assert_eq!(ahead.surface(), repaired.surface());

@@ -6,7 +6,8 @@ use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use strata_core::{RawEvent, ScanArena, ScannedRow, SessionHeader};
+use strata_core::ingest::{ScanArena, ScannedRow};
+use strata_core::{RawEvent, SessionHeader};
 
 use crate::codec::{scan_event_line_at, JsonlReader, Location, ReaderOptions};
 use crate::decode_pool::{DecodePool, NoPages, RecordBatch, RecordDecoder, RecordSource};

@@ -23,7 +23,8 @@
 //! Any other row takes the tree path, so what qualifies is an optimization only: the restore's
 //! verdicts, texts and sessions are the same either way (the reader's tests compare the two).
 
-use strata_core::{RawEvent, ScannedRow};
+use strata_core::ingest::ScannedRow;
+use strata_core::RawEvent;
 
 /// The row types a v0/v1 restore passes through untouched, by their tags as stored.
 pub(crate) const UNTOUCHED_TYPES: &[&str] = &[

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection};
 use serde_json::Value;
-use strata_core::{Event, ReplaceSpelling, ScanArena, ScannedRow, SurfaceMeta};
+use strata_core::ingest::{ScanArena, ScannedRow};
+use strata_core::{Event, ReplaceSpelling, SurfaceMeta};
 
 use crate::codec::{expand_sources, scan_json_row, write_range_sources, Location};
 use crate::decode_pool::RecordDecoder;
