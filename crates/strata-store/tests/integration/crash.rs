@@ -24,8 +24,9 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use strata_core::{open_turn_closers, CloseCause};
@@ -116,10 +117,12 @@ fn parse_ack(report: &[u8]) -> Option<(u64, Vec<u8>)> {
     Some((seq, rest[space + 1..].to_vec()))
 }
 
-/// Runs the writer until a random moment after it opened, then SIGKILLs it.
-fn crash_once(name: &str, path: &str, rng: &mut Rng) -> Run {
+/// Starts the crash writer with `args` and a thread that forwards each complete line it
+/// prints: only complete lines count, so a kill mid-print acknowledges nothing of that line
+/// (a cut `ack 12` of `ack 123` must not claim seq 12's line).
+fn spawn_writer(args: &[&str]) -> (Child, mpsc::Receiver<Vec<u8>>, JoinHandle<()>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_strata-crash-writer"))
-        .args([name, path, ID, "120"])
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -134,13 +137,17 @@ fn crash_once(name: &str, path: &str, rng: &mut Rng) -> Run {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {}
             }
-            // Only complete lines count: a kill mid-print acknowledges nothing of that line
-            // (a cut `ack 12` of `ack 123` must not claim seq 12's line).
             if !line.ends_with(b"\n") || lines_tx.send(line).is_err() {
                 break;
             }
         }
     });
+    (child, lines_rx, reader)
+}
+
+/// Runs the writer until a random moment after it opened, then SIGKILLs it.
+fn crash_once(name: &str, path: &str, rng: &mut Rng) -> Run {
+    let (mut child, lines_rx, reader) = spawn_writer(&[name, path, ID, "120"]);
     let Ok(open_line) = lines_rx.recv_timeout(Duration::from_secs(60)) else {
         let _ = child.kill();
         let output = child.wait_with_output().unwrap();
@@ -390,28 +397,7 @@ const MANY: usize = 6;
 /// Runs the writer on [`MANY`] sessions of the SQLite store at `path` until a random moment
 /// after they opened, then SIGKILLs it; one [`Run`] per session.
 fn crash_many_once(path: &str, ids: &[String], rng: &mut Rng) -> Vec<Run> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_strata-crash-writer"))
-        .args(["sqlite", path, &ids.join(","), "120"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (lines_tx, lines_rx) = mpsc::channel::<Vec<u8>>();
-    let reader = std::thread::spawn(move || {
-        let mut stdout = BufReader::new(stdout);
-        loop {
-            let mut line = Vec::new();
-            match stdout.read_until(b'\n', &mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-            // Only complete lines count (see `crash_once`).
-            if !line.ends_with(b"\n") || lines_tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let (mut child, lines_rx, reader) = spawn_writer(&["sqlite", path, &ids.join(","), "120"]);
     let mut runs: Vec<Run> = Vec::with_capacity(ids.len());
     for index in 0..ids.len() {
         let Ok(open_line) = lines_rx.recv_timeout(Duration::from_secs(60)) else {
