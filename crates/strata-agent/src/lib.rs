@@ -31,6 +31,7 @@
 //! assert_eq!(model.requests(), vec![request]);
 //! ```
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod agent;
 pub mod export;

@@ -28,8 +28,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use strata_core::{Generation, SeedOptions, Session};
+use strata_format::CodecError;
 use strata_store::{
-    legacy, restore_stream, scan_log, CodecError, Compression, DshRoot, LogStream, PostgresBackend,
+    legacy, restore_stream, scan_log, Compression, DshRoot, LogStream, PostgresBackend,
     PostgresConfig, Store, StoreError,
 };
 

@@ -6,6 +6,8 @@
 //! the JSON sees the failure. Subcommands are short functions of library calls; no validation
 //! or surface logic lives here.
 
+#![forbid(unsafe_code)]
+
 mod cli;
 mod cmd;
 mod demo;

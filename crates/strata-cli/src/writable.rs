@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use strata_core::Generation;
+use strata_format::parse_session_file_name;
 use strata_store::{
-    legacy, parse_session_file_name, scan_log, Compression, DshRoot, JsonlBackend, JsonlConfig,
-    LooseFile, Store,
+    legacy, scan_log, Compression, DshRoot, JsonlBackend, JsonlConfig, LooseFile, Store,
 };
 
 use crate::input::{resolve, Input, LoadError};

@@ -27,7 +27,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 use strata_core::Session;
-use strata_store::{encode_event_line, encode_header_line};
+use strata_format::{encode_event_line, encode_header_line};
 
 /// Set to `1` to fail, instead of skipping, when the oracle is unavailable.
 pub const REQUIRE_ENV: &str = "STRATA_REQUIRE_FORMAT_ORACLE";

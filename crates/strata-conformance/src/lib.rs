@@ -36,6 +36,7 @@
 //! assert_eq!(compare(&oracle, &outcome), Vec::<String>::new());
 //! ```
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub use compare::{compare, run_strata, Failure, Mode, Outcome, Summary, ORACLE_TIME};
 

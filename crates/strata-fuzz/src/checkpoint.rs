@@ -4,8 +4,9 @@
 use std::sync::{Arc, OnceLock};
 
 use strata_core::{EventSource, RawEvent, SeedOptions, Seq, Session, SessionHeader, SourceError};
-use strata_store::fuzzing::{decode_checkpoint, fnv64_hex, IndexIdentity, OffsetIndex};
-use strata_store::{JsonlReader, ReaderOptions, CHECKPOINT_MAGIC};
+use strata_format::checkpoint::{decode as decode_checkpoint, fnv64_hex};
+use strata_format::{checkpoint::CHECKPOINT_MAGIC, JsonlReader, ReaderOptions};
+use strata_store::fuzzing::{IndexIdentity, OffsetIndex};
 
 /// The log a fuzzed checkpoint is resumed against: the repository's sample session.
 pub(crate) const BASE_LOG: &[u8] = include_bytes!("../../../examples/sample.v3.jsonl");

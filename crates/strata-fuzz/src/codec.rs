@@ -2,7 +2,7 @@
 
 use strata_core::ingest::PrecheckedRow;
 use strata_core::{CloseCause, RawEvent, SeedOptions, Session, Verifier};
-use strata_store::{
+use strata_format::{
     decode_event_line, decode_header_line, decode_source_seqs, EventLine, JsonlReader, Location,
     ReaderOptions,
 };

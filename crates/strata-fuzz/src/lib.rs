@@ -10,6 +10,7 @@
 //! Where a harness needs a file (the zstd reader, SQLite), it writes it in a per-process
 //! temporary directory, under `/dev/shm` when that exists.
 #![deny(missing_docs)]
+#![deny(unsafe_code)]
 
 mod checkpoint;
 mod codec;
@@ -61,6 +62,7 @@ pub fn init_fuzzing() {
     // every frame): creating one per `read_log` was an eighth of a `zstd_log` execution.
     strata_store::fuzzing::reuse_decoders(true);
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[allow(unsafe_code)] // the one unsafe site of the harnesses: glibc's allocator tuning
     // SAFETY: `mallopt` only changes glibc's allocation thresholds; called before any input.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 64 << 20);

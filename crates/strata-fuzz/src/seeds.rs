@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use strata_core::Checkpoint;
-use strata_store::fuzzing::{encode_checkpoint, fnv64};
-use strata_store::{Evidence, JsonlReader, ReaderOptions};
+use strata_format::checkpoint::{encode as encode_checkpoint, fnv64};
+use strata_format::{checkpoint::Evidence, JsonlReader, ReaderOptions};
 
 use crate::checkpoint::{base, BASE_LOG};
 

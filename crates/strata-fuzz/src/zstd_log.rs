@@ -4,8 +4,9 @@
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use strata_store::fuzzing::{decompress_frame, recoverable_prefix};
-use strata_store::{read_log, scan_frames};
+use strata_format::frames::scan_frames;
+use strata_format::zstd_frame::{decompress as decompress_frame, recoverable_prefix};
+use strata_store::read_log;
 
 /// The input as a log file. A first byte with the low bit clear: the rest is the file as it
 /// is (frames, their checksums and any damage are the fuzzer's). Set: the rest is plaintext,

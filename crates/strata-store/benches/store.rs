@@ -40,10 +40,10 @@ use std::time::{Duration, Instant};
 use serde::de::IgnoredAny;
 use strata_core::synth::{generate, SynthConfig};
 use strata_core::{Event, HeaderSpec, SessionHeader};
+use strata_format::encode_event_line;
 use strata_store::synth::{turn_candidates, EVENTS_PER_TURN};
 use strata_store::{
-    encode_event_line, Backend, Compression, JsonlBackend, JsonlConfig, SessionWriter,
-    SqliteBackend, Store,
+    Backend, Compression, JsonlBackend, JsonlConfig, SessionWriter, SqliteBackend, Store,
 };
 
 /// The global allocator, chosen per process by `STRATA_BENCH_ALLOC=mimalloc` (else the system

@@ -45,8 +45,8 @@ use std::thread;
 use strata_core::ingest::{PrecheckedRow, ScanArena, ScannedRow};
 use strata_core::{Generation, RawEvent};
 
+use crate::backend::{EventRows, TornInfo};
 use crate::error::StoreError;
-use crate::store::{EventRows, TornInfo};
 
 /// A log read as undecoded records, for the pool's reading thread.
 pub(crate) trait RecordSource: Send + 'static {

@@ -28,9 +28,9 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::jsonl::{Compression, JsonlBackend, JsonlConfig};
-use crate::layout::{decode_segment, parse_session_file_name};
 use crate::legacy::ZstdSource;
-use crate::lines::{LineScanner, LineScannerConfig};
+use strata_format::layout::{decode_segment, parse_session_file_name};
+use strata_format::lines::{LineScanner, LineScannerConfig};
 
 /// The environment variable naming dsh's home (default `~/.dsh`).
 pub const DSH_HOME_ENV: &str = "DSH_HOME";

@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use strata_core::AcceptError;
 
-use crate::codec::CodecError;
-use crate::layout::LayoutError;
+use strata_format::codec::CodecError;
+use strata_format::layout::LayoutError;
 
 /// Who holds a session's writer lock, as far as the lock file tells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -28,8 +28,8 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt as _, MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 
-use crate::checkpoint::fnv64;
 use crate::error::StoreError;
+use strata_format::checkpoint::fnv64;
 
 /// The file name of a V3 log's offset index.
 pub const INDEX_FILE_NAME: &str = "session.v3.idx";

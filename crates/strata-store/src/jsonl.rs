@@ -33,17 +33,17 @@ use std::sync::Arc;
 
 use strata_core::{Event, Generation, RawEvent, SessionHeader};
 
-use crate::codec::encode_header_line;
+use crate::backend::ensure_read_to_end;
+use crate::backend::{Backend, Listing, LoadFn, LogAppender, LogStream, ReadFrom};
 use crate::error::StoreError;
-use crate::layout::{
-    encode_segment, parse_session_file_name, project_key, session_file_name, MAX_SEGMENT_BYTES,
-};
-use crate::lines::DEFAULT_MAX_RECORD_LEN;
 use crate::lock::{SessionLock, LOCK_FILE_NAME};
 use crate::memory::sort_newest_first;
-use crate::store::ensure_read_to_end;
-use crate::store::{Backend, Listing, LoadFn, LogAppender, LogStream, ReadFrom};
-use crate::zstd::{FrameCompressor, DEFAULT_LEVEL};
+use strata_format::codec::encode_header_line;
+use strata_format::layout::{
+    encode_segment, parse_session_file_name, project_key, session_file_name, MAX_SEGMENT_BYTES,
+};
+use strata_format::lines::DEFAULT_MAX_RECORD_LEN;
+use strata_format::zstd_frame::{FrameCompressor, DEFAULT_LEVEL};
 
 /// What a refusal of a zstd file in another framing than dsh's tells the user to do.
 pub(crate) const FOREIGN_FRAMING_HINT: &str = "a file compressed another way (by the `zstd` \

@@ -25,18 +25,18 @@ use std::sync::Arc;
 
 use strata_core::{Event, RawEvent, SessionHeader};
 
+use crate::backend::{
+    ensure_read_to_end, Backend, Listing, LoadFn, LogAppender, LogStream, ReadFrom,
+};
 use crate::error::StoreError;
 use crate::jsonl::{
     appender_after_read, is_zstd_file, read_header, read_tail_raw, read_tail_zstd, AppendStart,
     JsonlRows,
 };
-use crate::layout::parse_session_file_name;
-use crate::lines::DEFAULT_MAX_RECORD_LEN;
 use crate::lock::{SessionLock, LOCK_FILE_NAME};
-use crate::store::{
-    ensure_read_to_end, Backend, Listing, LoadFn, LogAppender, LogStream, ReadFrom,
-};
-use crate::zstd::DEFAULT_LEVEL;
+use strata_format::layout::parse_session_file_name;
+use strata_format::lines::DEFAULT_MAX_RECORD_LEN;
+use strata_format::zstd_frame::DEFAULT_LEVEL;
 
 /// One V3 log file as a store of its one session.
 #[derive(Debug, Clone)]

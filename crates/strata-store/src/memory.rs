@@ -15,11 +15,13 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use strata_core::{Event, RawEvent, SessionHeader};
 
-use crate::codec::{decode_event_line, encode_event_line, Location};
+use crate::backend::ensure_read_to_end;
+use crate::backend::{
+    Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream, ReadFrom,
+};
 use crate::error::{LockHolder, StoreError};
-use crate::lines::DEFAULT_MAX_RECORD_LEN;
-use crate::store::ensure_read_to_end;
-use crate::store::{Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream, ReadFrom};
+use strata_format::codec::{decode_event_line, encode_event_line, Location};
+use strata_format::lines::DEFAULT_MAX_RECORD_LEN;
 
 /// An in-memory [`Backend`].
 #[derive(Clone, Default)]

@@ -90,12 +90,14 @@ use postgres::types::{ToSql, Type};
 use postgres::{Client, Statement};
 use strata_core::{Checkpoint, Event, RawEvent, SessionHeader};
 
-use crate::codec::{decode_header_line, encode_header_line, Location};
+use crate::backend::load_resuming;
+use crate::backend::{
+    Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream, ReadFrom,
+};
 use crate::error::{LockHolder, StoreError};
-use crate::lines::DEFAULT_MAX_RECORD_LEN;
 use crate::memory::sort_newest_first;
-use crate::store::load_resuming;
-use crate::store::{Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream, ReadFrom};
+use strata_format::codec::{decode_header_line, encode_header_line, Location};
+use strata_format::lines::DEFAULT_MAX_RECORD_LEN;
 
 pub use follow::{FollowFrom, Follower};
 pub use schema::SCHEMA_VERSION;
@@ -387,7 +389,7 @@ impl PostgresBackend {
         match id.find('\0') {
             Some(offset) => Err(StoreError::BadId {
                 id: id.to_owned(),
-                source: crate::layout::LayoutError::UnsafeByte {
+                source: strata_format::layout::LayoutError::UnsafeByte {
                     segment: id.to_owned(),
                     offset,
                     byte: 0,

@@ -1,7 +1,7 @@
 //! Lazy opens of JSONL logs (issue 9): the checkpoint sidecar, the rows after it, an event
 //! source over the offset index, and the appender that keeps both sidecars current.
 //!
-//! Beside `session.v3.jsonl[.zstd]` live `session.v3.ckpt` (a [`checkpoint`](crate::checkpoint)
+//! Beside `session.v3.jsonl[.zstd]` live `session.v3.ckpt` (a [`checkpoint`](strata_format::checkpoint)
 //! record) and `session.v3.idx` (an [`OffsetIndex`]). A resumable read uses them only after
 //! checking the checkpoint's evidence against the log: same header line and file (device,
 //! inode), log at least as long as the covered prefix, the last covered record still where
@@ -27,18 +27,18 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use strata_core::{Checkpoint, EventSource, RawEvent, Seq, SessionHeader, SourceError};
 
-use crate::checkpoint::{self, fnv64, fnv64_hex, Evidence};
-use crate::codec::{decode_event_line, Location};
+use crate::backend::{Batch, EventRows, LogAppender, LogStream, ResumePoint, TornInfo};
 use crate::error::StoreError;
-use crate::frames::scan_frames;
 use crate::index::{
     IndexIdentity, OffsetIndex, RecordPos, ENTRY_LEN as INDEX_ENTRY_LEN,
     HEADER_LEN as INDEX_HEADER_LEN, INDEX_FILE_NAME,
 };
 use crate::jsonl::ensure_not_shrunk;
-use crate::lines::{LineScanner, LineScannerConfig};
-use crate::store::{Batch, EventRows, LogAppender, LogStream, ResumePoint, TornInfo};
-use crate::zstd::{decompress, recoverable_prefix};
+use strata_format::checkpoint::{self, fnv64, fnv64_hex, Evidence};
+use strata_format::codec::{decode_event_line, Location};
+use strata_format::frames::scan_frames;
+use strata_format::lines::{LineScanner, LineScannerConfig};
+use strata_format::zstd_frame::{decompress, recoverable_prefix};
 
 /// The file name of a V3 log's checkpoint sidecar.
 pub const CHECKPOINT_FILE_NAME: &str = "session.v3.ckpt";

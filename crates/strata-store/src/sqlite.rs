@@ -41,17 +41,15 @@ use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use strata_core::{Event, RawEvent, SessionHeader};
 
-use crate::codec::{decode_header_line, encode_header_line, Location};
+use crate::backend::load_resuming;
+use crate::backend::{Backend, Listing, LoadFn, LogAppender, LogStream, ReadFrom, ResumePoint};
 use crate::decode_pool::{DecodePool, RecordDecoder};
 use crate::error::StoreError;
-use crate::layout::{encode_segment, MAX_SEGMENT_BYTES};
-use crate::lines::DEFAULT_MAX_RECORD_LEN;
 use crate::lock::SessionLock;
 use crate::memory::sort_newest_first;
-use crate::store::load_resuming;
-use crate::store::{
-    default_sqlite_path, Backend, Listing, LoadFn, LogAppender, LogStream, ReadFrom, ResumePoint,
-};
+use strata_format::codec::{decode_header_line, encode_header_line, Location};
+use strata_format::layout::{encode_segment, MAX_SEGMENT_BYTES};
+use strata_format::lines::DEFAULT_MAX_RECORD_LEN;
 
 /// The SQLite [`Backend`].
 #[derive(Clone)]
@@ -265,7 +263,7 @@ impl SqliteBackend {
             }
             bytes.push(b'\n');
         }
-        Ok(Some(crate::checkpoint::fnv64_hex(&bytes)))
+        Ok(Some(strata_format::checkpoint::fnv64_hex(&bytes)))
     }
 
     /// The stored header text and next seq of a session.
@@ -311,14 +309,15 @@ impl SqliteBackend {
                 return Ok(None);
             };
             let Ok((session_id, evidence, checkpoint)) =
-                crate::checkpoint::decode(&record, next_seq)
+                strata_format::checkpoint::decode(&record, next_seq)
             else {
                 return Ok(None);
             };
             let fits = session_id == id
                 && evidence.n_events > 0
                 && evidence.n_events <= next_seq
-                && evidence.header_hash == crate::checkpoint::fnv64_hex(header_text.as_bytes())
+                && evidence.header_hash
+                    == strata_format::checkpoint::fnv64_hex(header_text.as_bytes())
                 && self.row_hash_on(&conn, id, evidence.n_events - 1)?.as_ref()
                     == Some(&evidence.last_hash);
             if !fits {
@@ -656,6 +655,26 @@ impl Backend for SqliteBackend {
             .map_err(self.sql("delete session"))?;
         tx.commit().map_err(self.sql("commit delete"))
     }
+}
+
+/// Where strata keeps its default SQLite store: `$STRATA_HOME/strata.db`, else
+/// `$XDG_DATA_HOME/strata/strata.db`, else `~/.local/share/strata/strata.db`. `None` when
+/// none of those variables is set.
+pub fn default_sqlite_path() -> Option<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
+    if let Some(home) = var("STRATA_HOME") {
+        return Some(PathBuf::from(home).join("strata.db"));
+    }
+    if let Some(data) = var("XDG_DATA_HOME") {
+        return Some(PathBuf::from(data).join("strata").join("strata.db"));
+    }
+    var("HOME").map(|home| {
+        PathBuf::from(home)
+            .join(".local")
+            .join("share")
+            .join("strata")
+            .join("strata.db")
+    })
 }
 
 #[cfg(test)]

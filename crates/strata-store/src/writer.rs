@@ -34,9 +34,9 @@ use std::thread::{self, JoinHandle};
 
 use strata_core::{Candidate, Event, Session};
 
-use crate::codec::encode_event_line;
+use crate::backend::{Batch, LogAppender};
 use crate::error::{AppendError, StoreError};
-use crate::store::{Batch, LogAppender};
+use strata_format::codec::encode_event_line;
 
 /// The exclusive, group-committing writer of one open session.
 ///

@@ -3,7 +3,7 @@
 //! Writing: the header line is one frame and every append batch is one more, compressed with
 //! the content checksum on, no dictionary, no skippable frames. Reading: [`ZstdStream`]
 //! decodes the frames of a file one after another straight into the reader's buffer and serves
-//! their plaintext as one byte stream, so the same [`JsonlReader`](crate::JsonlReader) reads raw
+//! their plaintext as one byte stream, so the same [`JsonlReader`](strata_format::JsonlReader) reads raw
 //! and zstd logs, streaming.
 //!
 //! Invariants:
@@ -34,7 +34,7 @@ use std::io::{self, Read};
 
 use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
 
-use crate::frames::FrameError;
+use strata_format::frames::{frame_end_in, ByteSource, FrameError};
 
 /// Little-endian magic number that opens every zstd frame.
 const FRAME_MAGIC: u32 = 0xFD2F_B528;
@@ -54,29 +54,6 @@ pub enum Framing {
     /// Any framing zstd allows: the frames' plaintext is one byte stream, skippable frames are
     /// skipped. For reads that write nothing.
     Any,
-}
-
-/// The compression level strata writes (dsh uses the library default, 3).
-pub const DEFAULT_LEVEL: i32 = 3;
-
-/// A reusable compressor producing one checksummed frame per call.
-pub struct FrameCompressor {
-    compressor: zstd::bulk::Compressor<'static>,
-}
-
-impl FrameCompressor {
-    /// A compressor at `level` with the content checksum on.
-    pub fn new(level: i32) -> io::Result<FrameCompressor> {
-        let mut compressor = zstd::bulk::Compressor::new(level)?;
-        compressor.include_checksum(true)?;
-        compressor.include_contentsize(true)?;
-        Ok(FrameCompressor { compressor })
-    }
-
-    /// Compresses `plaintext` into exactly one frame.
-    pub fn frame(&mut self, plaintext: &[u8]) -> io::Result<Vec<u8>> {
-        self.compressor.compress(plaintext)
-    }
 }
 
 thread_local! {
@@ -290,7 +267,7 @@ impl ZstdStream {
     /// The frame's structure is walked from its headers alone, never read whole, so a damaged
     /// frame of any size costs no more memory than a good one.
     fn decode_failed(&mut self, start: u64, plain_start: u64, error: &io::Error) -> io::Result<()> {
-        match crate::frames::frame_end_in_file(&self.file, start)? {
+        match frame_end_in_file(&self.file, start)? {
             Ok(None) => {
                 self.end_torn(start, plain_start);
                 Ok(())
@@ -497,60 +474,42 @@ impl Read for ZstdStream {
     }
 }
 
-/// Decompresses one frame into `out` (cleared first). With `complete`, the frame must end
-/// (checksum verified by the decoder); without it, whatever the available bytes yield before
-/// they run out or stop decoding is kept, as `ZstdStream` serves a torn frame.
-pub fn decompress(
-    decoder: &mut Decoder<'static>,
-    frame: &[u8],
-    out: &mut Vec<u8>,
-    complete: bool,
-) -> io::Result<()> {
-    decoder.reinit()?;
-    out.clear();
-    let mut input = InBuffer::around(frame);
-    loop {
-        if out.capacity() - out.len() < 32 * 1024 {
-            out.reserve(out.capacity().max(64 * 1024));
-        }
-        let position = out.len();
-        let mut output = OutBuffer::around_pos(out, position);
-        let hint = match decoder.run(&mut input, &mut output) {
-            Ok(hint) => hint,
-            // Best effort on a torn frame: keep what decoded before the damage.
-            Err(_) if !complete => return Ok(()),
-            Err(error) => return Err(error),
-        };
-        let produced = output.pos() - position;
-        if hint == 0 {
-            if input.pos() < frame.len() && complete {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    "bytes after the end of the frame",
-                ));
-            }
-            return Ok(());
-        }
-        if input.pos() == frame.len() && produced == 0 {
-            // Input exhausted mid-frame.
-            return if complete {
-                Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "frame ends early",
-                ))
-            } else {
-                Ok(())
-            };
-        }
+/// Where the frame starting at offset `start` of `file` ends (`None` when the file ends inside
+/// it), walking its headers through [`FileBytes`]. Offsets in a [`FrameError`] are relative to
+/// `start`.
+fn frame_end_in_file(file: &File, start: u64) -> io::Result<Result<Option<u64>, FrameError>> {
+    let len = file.metadata()?.len();
+    match frame_end_in(FileBytes { file, start, len })? {
+        Ok(end) => Ok(Ok(end.map(|end| start + end))),
+        Err(error) => Ok(Err(error)),
     }
 }
 
-/// The plaintext of the complete records in a torn frame: the decoded bytes up to their last
-/// `\n` (empty when nothing complete decodes).
-pub fn recoverable_prefix(plain: &[u8]) -> &[u8] {
-    match plain.iter().rposition(|&byte| byte == b'\n') {
-        Some(last) => &plain[..=last],
-        None => &[],
+/// The bytes of a file from `start` to the `len` it had when the walk began.
+struct FileBytes<'a> {
+    file: &'a File,
+    start: u64,
+    len: u64,
+}
+
+impl ByteSource for FileBytes<'_> {
+    type Error = io::Error;
+
+    fn read_at(&self, pos: u64, buf: &mut [u8]) -> Result<bool, Self::Error> {
+        use std::os::unix::fs::FileExt as _;
+        if !self.has(pos, buf.len() as u64) {
+            return Ok(false);
+        }
+        match self.file.read_exact_at(buf, self.start + pos) {
+            Ok(()) => Ok(true),
+            // The file shrank under the walk: its bytes end here.
+            Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => Ok(false),
+            Err(error) => Err(error),
+        }
+    }
+
+    fn has(&self, pos: u64, n: u64) -> bool {
+        self.len.saturating_sub(self.start).saturating_sub(pos) >= n
     }
 }
 
@@ -561,7 +520,8 @@ mod framing_tests;
 mod tests {
     use std::io::Read;
 
-    use super::{reuse_decoders, FrameCompressor, ZstdStream};
+    use super::{reuse_decoders, ZstdStream};
+    use strata_format::zstd_frame::FrameCompressor;
 
     /// Everything a stream serves and how it ends.
     fn stream(path: &std::path::Path, max: usize) -> (Vec<u8>, String) {

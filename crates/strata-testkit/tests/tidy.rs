@@ -3,10 +3,13 @@
 //!
 //! - every Rust file opens with a `//!` doc saying what it is for;
 //! - strata-core does no I/O: its sources name no file system, network, thread, process,
-//!   environment or clock API;
+//!   environment or clock API; strata-format opens no file and starts no thread (it reads any
+//!   `std::io::Read` its caller gives it);
 //! - no absolute path of a development machine stands in the repository (the repository must
 //!   stand on its own on any machine);
-//! - the crate graph points down: a library depends only on crates in layers below its own.
+//! - the crate graph points down: a library depends only on crates in layers below its own;
+//! - every crate root states its `unsafe` rule (forbidden, or denied with each
+//!   site allowed where it stands: the store, the fuzz harnesses).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -81,17 +84,24 @@ const CORE_FORBIDDEN: [&str; 8] = [
     "std::io::std",
 ];
 
-#[test]
-fn the_core_does_no_io() {
+/// What the format crate may not name: it turns bytes into values and back, and the stores
+/// bring the files (a reader takes any `std::io::Read`).
+const FORMAT_FORBIDDEN: [&str; 5] = [
+    "std::fs",
+    "std::net",
+    "std::thread",
+    "std::process",
+    "std::env",
+];
+
+/// Every `file:line: name` where code (not a comment) under `crate_dir/src` names one of
+/// `forbidden`.
+fn named_in(crate_dir: &str, forbidden: &[&str]) -> Vec<String> {
     let mut sources = Vec::new();
-    files(
-        &root().join("crates/strata-core/src"),
-        &[".rs"],
-        &mut sources,
-    );
+    files(&root().join(crate_dir).join("src"), &[".rs"], &mut sources);
     assert!(
-        sources.len() > 20,
-        "found only {} core files",
+        sources.len() > 5,
+        "found only {} files in {crate_dir}",
         sources.len()
     );
     let mut found = Vec::new();
@@ -102,14 +112,26 @@ fn the_core_does_no_io() {
             if code.starts_with("//") {
                 continue;
             }
-            for name in CORE_FORBIDDEN {
+            for name in forbidden {
                 if code.contains(name) {
                     found.push(format!("{}:{}: {name}", relative(path), number + 1));
                 }
             }
         }
     }
+    found
+}
+
+#[test]
+fn the_core_does_no_io() {
+    let found = named_in("crates/strata-core", &CORE_FORBIDDEN);
     assert!(found.is_empty(), "strata-core names I/O: {found:#?}");
+}
+
+#[test]
+fn the_format_crate_opens_no_file() {
+    let found = named_in("crates/strata-format", &FORMAT_FORBIDDEN);
+    assert!(found.is_empty(), "strata-format names I/O: {found:#?}");
 }
 
 /// Roots of the machines this repository was developed on; a path under one of them works
@@ -153,8 +175,9 @@ fn no_machine_paths_stand_in_the_repository() {
 
 /// The layers, lowest first. A crate's normal dependencies may only name crates of a lower
 /// layer; dev-dependencies (tests asking an oracle, shared test support) may name any.
-const LAYERS: [&[&str]; 5] = [
+const LAYERS: [&[&str]; 6] = [
     &["strata-core", "strata-testkit"],
+    &["strata-format"],
     &["strata-store"],
     &["strata-compact"],
     &["strata-agent"],
@@ -212,4 +235,41 @@ fn the_crate_graph_points_down() {
         }
     }
     assert!(wrong.is_empty(), "the crate graph: {wrong:#?}");
+}
+
+/// Each crate root and the `unsafe` rule it must state: `forbid` where no unsafe code may ever
+/// stand, `deny` where a justified site may be allowed where it stands (the fuzz harnesses'
+/// allocator tuning; the store's storage code, should one ever pay for itself).
+const UNSAFE_RULES: [(&str, &str); 9] = [
+    ("crates/strata-core/src/lib.rs", "#![forbid(unsafe_code)]"),
+    ("crates/strata-format/src/lib.rs", "#![forbid(unsafe_code)]"),
+    ("crates/strata-store/src/lib.rs", "#![deny(unsafe_code)]"),
+    (
+        "crates/strata-compact/src/lib.rs",
+        "#![forbid(unsafe_code)]",
+    ),
+    ("crates/strata-agent/src/lib.rs", "#![forbid(unsafe_code)]"),
+    ("crates/strata-cli/src/main.rs", "#![forbid(unsafe_code)]"),
+    (
+        "crates/strata-conformance/src/lib.rs",
+        "#![forbid(unsafe_code)]",
+    ),
+    ("crates/strata-fuzz/src/lib.rs", "#![deny(unsafe_code)]"),
+    (
+        "crates/strata-testkit/src/lib.rs",
+        "#![forbid(unsafe_code)]",
+    ),
+];
+
+#[test]
+fn every_crate_root_states_its_unsafe_rule() {
+    let missing: Vec<_> = UNSAFE_RULES
+        .iter()
+        .filter(|(file, rule)| {
+            let text = std::fs::read_to_string(root().join(file)).unwrap_or_default();
+            !text.lines().any(|line| line.trim() == *rule)
+        })
+        .map(|(file, rule)| format!("{file}: {rule}"))
+        .collect();
+    assert!(missing.is_empty(), "missing unsafe rules: {missing:#?}");
 }

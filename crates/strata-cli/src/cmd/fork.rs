@@ -15,7 +15,8 @@ use serde_json::json;
 use strata_agent::agent::new_id;
 use strata_compact::system_clock_ms;
 use strata_core::{fork_session, ForkMode, Generation, Session};
-use strata_store::{legacy, session_file_name, write_log, ForkError, Store};
+use strata_format::session_file_name;
+use strata_store::{legacy, write_log, ForkError, Store};
 
 use super::{load_for_view, Status};
 use crate::cli::Format;

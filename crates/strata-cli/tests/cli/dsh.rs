@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 
 use strata_core::synth::{generate, SynthConfig};
 use strata_core::Session;
-use strata_store::{encode_segment, project_key, session_file_name, write_log, SessionLock};
+use strata_format::{encode_segment, project_key, session_file_name};
+use strata_store::{write_log, SessionLock};
 
 use super::*;
 

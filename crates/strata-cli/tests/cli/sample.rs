@@ -4,7 +4,7 @@
 //! read it (`tests/golden/`, `view.rs`) are blessed the same way.
 
 use strata_core::synth::{generate, SynthConfig};
-use strata_store::{encode_event_line, encode_header_line};
+use strata_format::{encode_event_line, encode_header_line};
 
 use super::*;
 

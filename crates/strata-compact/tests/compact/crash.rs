@@ -16,7 +16,8 @@ use strata_conformance::format_oracle::{
     assert_accepted, assert_session_accepted, assert_sessions_accepted,
 };
 use strata_core::{SeedOptions, Session};
-use strata_store::{encode_event_line, read_log, scan_log, write_log, Compression, Store};
+use strata_format::encode_event_line;
+use strata_store::{read_log, scan_log, write_log, Compression, Store};
 
 use crate::common::{messages, open_turn, raw_prefix, synth, types_from};
 

@@ -146,7 +146,7 @@ fn a_pruned_result_keeps_a_lone_surrogate_in_its_head() {
     session.append_batch(plan.candidates, time).unwrap();
     let mut written = Vec::new();
     for event in &session.events()[first..] {
-        strata_store::encode_event_line(event, &mut written);
+        strata_format::encode_event_line(event, &mut written);
     }
     let written = String::from_utf8(written).unwrap();
     assert!(written.contains(r#""text":"A\ud800B "#), "{written}");

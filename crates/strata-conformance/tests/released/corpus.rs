@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::Value;
 use strata_core::synth::{generate, generate_conversation, ConversationConfig, SynthConfig};
 use strata_core::{fork_session, ForkMode, Session, SessionHeader};
-use strata_store::{encode_event_line, encode_header_line};
+use strata_format::{encode_event_line, encode_header_line};
 
 /// One valid log.
 #[derive(Clone, Debug)]

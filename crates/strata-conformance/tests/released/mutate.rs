@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use serde_json::{Map, Value};
-use strata_store::{decode_source_seqs, encode_source_seqs};
+use strata_format::{decode_source_seqs, encode_source_seqs};
 
 use crate::corpus::Base;
 use crate::rng::Rng;

@@ -19,7 +19,7 @@ use strata_core::synth::{generate, generate_conversation, ConversationConfig, Sy
 use strata_core::{
     fork_session, payload, Candidate, ForkMode, RawEvent, SeedOptions, Session, SessionHeader,
 };
-use strata_store::{encode_event_line, encode_header_line};
+use strata_format::{encode_event_line, encode_header_line};
 
 use crate::cli;
 

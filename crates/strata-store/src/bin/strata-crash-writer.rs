@@ -1,7 +1,7 @@
 //! Crash-test helper: appends synthetic turns to one session in random batches forever,
 //! printing `ack <seq> <line>` for every event of a batch once its append returns (so the batch
 //! is durable), until it is killed. `<line>` is the event's canonical V3 JSONL line
-//! ([`strata_store::encode_event_line`], `\n` included): exactly the bytes a JSONL store wrote,
+//! ([`strata_format::encode_event_line`], `\n` included): exactly the bytes a JSONL store wrote,
 //! and what a SQL store's row must serialize back to. The crash test SIGKILLs the writer at
 //! random moments and checks that every acknowledged event survived byte for byte and the log
 //! validates.
@@ -22,10 +22,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use strata_core::{HeaderSpec, SessionHeader};
+use strata_format::encode_event_line;
 use strata_store::synth::turn_candidates;
 use strata_store::{
-    encode_event_line, Compression, JsonlBackend, JsonlConfig, PostgresBackend, SessionWriter,
-    SqliteBackend, Store, StoreError,
+    Compression, JsonlBackend, JsonlConfig, PostgresBackend, SessionWriter, SqliteBackend, Store,
+    StoreError,
 };
 
 fn main() -> ExitCode {

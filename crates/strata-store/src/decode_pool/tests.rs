@@ -7,11 +7,11 @@ use strata_core::synth::{generate, SynthConfig};
 use strata_core::{Generation, RawEvent, SeedOptions, Session};
 
 use super::DecodePool;
-use crate::codec::{encode_event_line, encode_header_line};
+use crate::backend::EventRows;
 use crate::error::StoreError;
 use crate::jsonl::JsonlRows;
-use crate::lines::DEFAULT_MAX_RECORD_LEN;
-use crate::store::EventRows;
+use strata_format::codec::{encode_event_line, encode_header_line};
+use strata_format::lines::DEFAULT_MAX_RECORD_LEN;
 
 /// A V3 log of about `n_events` synthetic events (several pool batches), as file bytes.
 pub(crate) fn log_bytes(n_events: u64) -> (Vec<u8>, usize) {

@@ -6,11 +6,11 @@ use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 
 use super::{open_rw, sync_what_was_read, torn_frame_records};
+use crate::backend::{Batch, LogAppender, TornInfo};
 use crate::error::StoreError;
 use crate::lock::SessionLock;
 use crate::powerloss::note;
-use crate::store::{Batch, LogAppender, TornInfo};
-use crate::zstd::FrameCompressor;
+use strata_format::zstd_frame::FrameCompressor;
 
 /// What a read of a log before its first append established: the session, the seq the next
 /// append starts at, the torn tail to cut, and the writer lock held throughout.

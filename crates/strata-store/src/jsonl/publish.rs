@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use strata_core::Event;
 
-use crate::codec::encode_event_line;
 use crate::error::StoreError;
 use crate::powerloss::note;
-use crate::zstd::FrameCompressor;
+use strata_format::codec::encode_event_line;
+use strata_format::zstd_frame::FrameCompressor;
 
 /// Creates a directory (mode 0700) if missing and makes its name durable in its parent.
 pub(super) fn create_dir_durable(dir: &Path) -> Result<(), StoreError> {

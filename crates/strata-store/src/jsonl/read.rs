@@ -9,11 +9,12 @@ use std::sync::Arc;
 use strata_core::ingest::{ScanArena, ScannedRow};
 use strata_core::{RawEvent, SessionHeader};
 
-use crate::codec::{scan_event_line_at, JsonlReader, Location, ReaderOptions};
+use crate::backend::{EventRows, LogStream, TornInfo};
 use crate::decode_pool::{DecodePool, NoPages, RecordBatch, RecordDecoder, RecordSource};
 use crate::error::StoreError;
-use crate::store::{EventRows, LogStream, TornInfo};
-use crate::zstd::{recoverable_prefix, Framing, ZstdStream};
+use crate::zstd::{Framing, ZstdStream};
+use strata_format::codec::{scan_event_line_at, JsonlReader, Location, ReaderOptions};
+use strata_format::zstd_frame::recoverable_prefix;
 
 /// The byte source under a log's rows: the file itself, or its zstd plaintext. Both are read
 /// with `read`, never through a memory map: a log shrinks under a reader whenever a writer
@@ -348,7 +349,7 @@ pub(super) fn torn_frame_records(path: &Path, start: u64) -> Result<Vec<u8>, Sto
     let mut decoder = zstd::stream::raw::Decoder::new()
         .map_err(|source| StoreError::io("decode", path, source))?;
     let mut plain = Vec::new();
-    if crate::zstd::decompress(&mut decoder, &bytes, &mut plain, false).is_err() {
+    if strata_format::zstd_frame::decompress(&mut decoder, &bytes, &mut plain, false).is_err() {
         plain.clear();
     }
     let keep = recoverable_prefix(&plain).len();
@@ -367,9 +368,15 @@ fn corrupt(path: &Path, detail: String) -> StoreError {
 
 /// Prefers the frame-level failure (checksum, torn record in a complete frame) over the
 /// generic read error it surfaced as.
-fn zstd_error(path: &Path, failure: Option<&str>, error: crate::codec::CodecError) -> StoreError {
+fn zstd_error(
+    path: &Path,
+    failure: Option<&str>,
+    error: strata_format::codec::CodecError,
+) -> StoreError {
     match (failure, &error) {
-        (Some(detail), crate::codec::CodecError::Io { .. }) => corrupt(path, detail.to_owned()),
+        (Some(detail), strata_format::codec::CodecError::Io { .. }) => {
+            corrupt(path, detail.to_owned())
+        }
         _ => StoreError::from(error),
     }
 }

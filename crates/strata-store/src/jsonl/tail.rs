@@ -10,8 +10,8 @@ use strata_core::RawEvent;
 
 use super::read_all;
 use crate::error::StoreError;
-use crate::frames::scan_frames;
-use crate::zstd::recoverable_prefix;
+use strata_format::frames::scan_frames;
+use strata_format::zstd_frame::recoverable_prefix;
 
 /// The events with seq `from_seq..` of a raw log, read backwards from its end so a tail read
 /// costs O(tail), not O(file). Lines are validated as a contiguous run ending at the last
@@ -75,12 +75,12 @@ pub(crate) fn read_tail_raw(
     lines.reverse();
     let mut events = Vec::with_capacity(lines.len());
     for (expected, line) in (from_seq..).zip(lines) {
-        let location = crate::codec::Location {
+        let location = strata_format::codec::Location {
             file: Some(path.to_path_buf()),
             line: 0,
             seq: Some(expected),
         };
-        let event = crate::codec::decode_event_line(&line, &location)?;
+        let event = strata_format::codec::decode_event_line(&line, &location)?;
         let seq = event.seq_number();
         if seq != Some(expected) {
             return Err(StoreError::Corrupt {
@@ -190,7 +190,9 @@ fn tail_of_frames(
     let mut plaintexts: Vec<Vec<u8>> = Vec::new();
     if let Some(start) = scan.torn_start {
         let mut plain = Vec::new();
-        if crate::zstd::decompress(&mut decoder, &bytes[start..], &mut plain, false).is_err() {
+        if strata_format::zstd_frame::decompress(&mut decoder, &bytes[start..], &mut plain, false)
+            .is_err()
+        {
             plain.clear();
         }
         let keep = recoverable_prefix(&plain).len();
@@ -212,7 +214,7 @@ fn tail_of_frames(
             break;
         }
         let mut plain = Vec::new();
-        crate::zstd::decompress(
+        strata_format::zstd_frame::decompress(
             &mut decoder,
             &bytes[frame.start..frame.end],
             &mut plain,
@@ -250,12 +252,12 @@ fn tail_of_frames(
                     "a record is longer than the {max_record_len}-byte limit"
                 )));
             }
-            let location = crate::codec::Location {
+            let location = strata_format::codec::Location {
                 file: Some(path.to_path_buf()),
                 line: 0,
                 seq: expected,
             };
-            let event = crate::codec::decode_event_line(line, &location)?;
+            let event = strata_format::codec::decode_event_line(line, &location)?;
             let Some(seq) = event.seq_number() else {
                 return Err(corrupt("record without a seq in the log tail".into()));
             };

@@ -13,7 +13,7 @@ use strata_core::Generation;
 
 use super::error::ReadError;
 use super::js;
-use crate::layout::parse_session_file_name;
+use strata_format::layout::parse_session_file_name;
 
 /// What a file name says about a log: its generation (for canonical names) and encoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use std::io;
 use strata_core::{AcceptError, Generation};
 
 use super::rows::RowError;
-use crate::ranges::RangeError;
+use strata_format::ranges::RangeError;
 
 /// The lowercase name of a generation as it appears in messages and file names (`v0` … `v3`).
 pub fn generation_name(generation: Generation) -> &'static str {

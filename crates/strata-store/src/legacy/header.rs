@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use strata_core::Generation;
 
 use super::error::ReadError;
-use crate::codec::{RETIRED_HEADER_KEYS, V3_HEADER_KEYS};
+use strata_format::codec::{RETIRED_HEADER_KEYS, V3_HEADER_KEYS};
 
 /// The optional logical header keys of v0/v1, in upstream's mapping order.
 const V0_OPTIONAL_KEYS: [&str; 6] = [

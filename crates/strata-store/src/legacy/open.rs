@@ -11,7 +11,7 @@ use super::error::{generation_name, ReadError};
 use super::reader::{LegacyReader, Record};
 use super::rejection::Rejection;
 use super::restore::{restore_v0_records, restore_v2, RestoreSink, Restored};
-use crate::codec::TornTail;
+use strata_format::codec::TornTail;
 
 /// An older-generation log that was read and accepted under its own rules.
 pub struct Opened<T> {

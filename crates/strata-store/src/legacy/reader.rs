@@ -32,9 +32,9 @@ use super::released_rows::ReleasedRows;
 use super::rows::decode_row;
 use super::untouched::untouched_row;
 use super::zstd_source::ZstdSource;
-use crate::codec::TornTail;
-use crate::lines::{LineError, LineScanner, LineScannerConfig, DEFAULT_MAX_RECORD_LEN};
-use crate::ranges::decode_source_seqs;
+use strata_format::codec::TornTail;
+use strata_format::lines::{LineError, LineScanner, LineScannerConfig, DEFAULT_MAX_RECORD_LEN};
+use strata_format::ranges::decode_source_seqs;
 
 /// One logical event read from a log, with the physical line it came from.
 #[derive(Clone, Debug, PartialEq)]
@@ -128,7 +128,7 @@ impl LegacyReader {
     /// Opens a v0, v1 or v2 log file, raw or zstd (told apart by content).
     ///
     /// Refuses a V3 log with [`ReadError::NotHeader`] naming v3: V3 logs are read by the
-    /// native codec ([`JsonlReader`](crate::JsonlReader)).
+    /// native codec ([`JsonlReader`](strata_format::JsonlReader)).
     pub fn open(path: &Path) -> Result<LegacyReader, ReadError> {
         let hint = content_hint(path);
         let file = path.display().to_string();
@@ -267,6 +267,13 @@ impl LegacyReader {
                     return Err(ReadError::TooLarge {
                         at: self.at(line),
                         limit,
+                    })
+                }
+                Err(error) => {
+                    return Err(ReadError::Corrupt {
+                        file: self.file.clone(),
+                        generation: self.generation,
+                        detail: error.to_string(),
                     })
                 }
             }

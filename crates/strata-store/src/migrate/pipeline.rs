@@ -32,12 +32,12 @@ use super::chain::migrate_events;
 use super::error::MigrateError;
 use super::stage::{StageContext, Staged};
 use super::verify::{validate_source, verify_target, Checked};
-use crate::codec::{encode_header_line, TornTail};
-use crate::layout::session_file_name;
 use crate::legacy::{sniff, LegacyReader, ReadError};
-use crate::ranges::encode_source_seqs;
 use crate::temp::TempFile;
-use crate::zstd::{FrameCompressor, DEFAULT_LEVEL};
+use strata_format::codec::{encode_header_line, TornTail};
+use strata_format::layout::session_file_name;
+use strata_format::ranges::encode_source_seqs;
+use strata_format::zstd_frame::{FrameCompressor, DEFAULT_LEVEL};
 
 /// Plaintext bytes per zstd frame written by a migration (persistence §2.10: ~1 MiB slices).
 pub const FRAME_PLAINTEXT_LEN: usize = 1 << 20;

@@ -10,8 +10,8 @@ use strata_core::{Generation, SessionHeader, Verifier};
 
 use super::error::MigrateError;
 use super::pipeline::open_v3;
-use crate::codec::{JsonlReader, ReaderOptions, TornTail};
 use crate::legacy::{open_file, OpenError, ReadError, VerifierSink};
+use strata_format::codec::{JsonlReader, ReaderOptions, TornTail};
 
 /// A validated log, reduced to what a migration compares.
 #[derive(Clone, Debug, Default)]

@@ -1,7 +1,7 @@
 //! Lazy resume on PostgreSQL (issue 9): the checkpoint a session's `checkpoints` row holds, the
 //! evidence that ties it to the stored rows, the rows after it, and an [`EventSource`] that
 //! fetches the events it names by seq. The design is SQLite's (`sqlite.rs`): the primary key
-//! `(session_id, seq)` is the offset index, and the record is `crate::checkpoint`'s.
+//! `(session_id, seq)` is the offset index, and the record is `strata_format::checkpoint`'s.
 //!
 //! Invariants:
 //! - **Never trusted blindly.** A record is used only when it decodes, names this session,
@@ -23,9 +23,9 @@ use strata_core::{Checkpoint, EventSource, RawEvent, Seq, SourceError};
 
 use super::row::decode_row;
 use super::{PostgresBackend, PostgresRows, PAGE_ROWS};
-use crate::checkpoint::{fnv64_hex, Evidence};
+use crate::backend::{LogStream, ResumePoint};
 use crate::error::StoreError;
-use crate::store::{LogStream, ResumePoint};
+use strata_format::checkpoint::{fnv64_hex, Evidence};
 
 /// Seqs per query when fetching pinned events: one round trip for a typical surface, and a
 /// bounded result set for a huge one.
@@ -99,7 +99,8 @@ impl PostgresBackend {
         let Some(record) = record else {
             return Ok(None);
         };
-        let Ok((session_id, evidence, checkpoint)) = crate::checkpoint::decode(record, next_seq)
+        let Ok((session_id, evidence, checkpoint)) =
+            strata_format::checkpoint::decode(record, next_seq)
         else {
             return Ok(None);
         };
@@ -178,7 +179,7 @@ impl PostgresBackend {
                 header_hash: fnv64_hex(header_text.as_bytes()),
                 file: None,
             };
-            let record = crate::checkpoint::encode(id, checkpoint, &evidence);
+            let record = strata_format::checkpoint::encode(id, checkpoint, &evidence);
             client
                 .execute(
                     &backend.inner.sql.upsert_checkpoint,

@@ -16,8 +16,8 @@ use postgres::Row;
 use serde_json::Value;
 use strata_core::{Event, RawEvent, ReplaceSpelling, SurfaceMeta};
 
-use crate::codec::{decode_event_line, write_range_sources, CodecError, Location};
 use crate::error::StoreError;
+use strata_format::codec::{decode_event_line, write_range_sources, CodecError, Location};
 
 /// The column values of a batch of events, as the append statement's array parameters take
 /// them.

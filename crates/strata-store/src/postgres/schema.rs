@@ -63,7 +63,7 @@ CREATE TABLE {s}.events (
 
 /// The checkpoint cache (issue 9), created on open when missing (see the module docs).
 ///
-/// - `record` is the checkpoint record of `crate::checkpoint` (bytes, as SQLite's BLOB), whose
+/// - `record` is the checkpoint record of `strata_format::checkpoint` (bytes, as SQLite's BLOB), whose
 ///   evidence names the stored header and the last covered row; `n_events` repeats its
 ///   coverage for queries, and is never trusted over the record.
 /// - The foreign key makes deleting a session delete its checkpoint, whichever build deletes.

@@ -46,9 +46,9 @@ use std::path::{Path, PathBuf};
 use strata_core::{Candidate, HeaderSpec, SessionHeader};
 
 use super::journal::{self, Op};
-use crate::codec::encode_event_line;
 use crate::synth::turn_candidates;
 use crate::{Compression, JsonlBackend, JsonlConfig, SessionWriter, Store};
+use strata_format::codec::encode_event_line;
 
 const ID: &str = "powerloss";
 const CWD: &str = "/home/user/project";
@@ -477,7 +477,8 @@ fn stored_lines(bytes: &[u8], compression: Compression) -> Result<Vec<Vec<u8>>, 
     let plain = match compression {
         Compression::None => bytes.to_vec(),
         Compression::Zstd => {
-            let scan = crate::frames::scan_frames(bytes).map_err(|error| error.to_string())?;
+            let scan =
+                strata_format::frames::scan_frames(bytes).map_err(|error| error.to_string())?;
             let mut plain = Vec::new();
             for frame in &scan.frames {
                 let decoded = ::zstd::stream::decode_all(&bytes[frame.start..frame.end])
@@ -562,7 +563,7 @@ fn check_image(
     }
     let resumable = store
         .backend()
-        .scan(ID, crate::store::ReadFrom::Checkpoint)
+        .scan(ID, crate::backend::ReadFrom::Checkpoint)
         .map_err(|error| format!("resumable scan: {error}"))?
         .resume_point()
         .is_some();
@@ -772,7 +773,8 @@ impl Scenario {
 
     fn log_path_under(&self, dir: &Path) -> PathBuf {
         let backend = JsonlBackend::new(JsonlConfig::new(dir.join("store"), self.compression));
-        let name = crate::layout::session_file_name(3, self.compression == Compression::Zstd);
+        let name =
+            strata_format::layout::session_file_name(3, self.compression == Compression::Zstd);
         backend
             .session_dir(Some(CWD), ID)
             .expect("a session directory")

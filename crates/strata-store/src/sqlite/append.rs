@@ -7,9 +7,9 @@ use strata_core::Checkpoint;
 use super::group_commit::Job;
 use super::rows::event_row;
 use super::{lock_conn, SqliteBackend};
+use crate::backend::{Batch, LogAppender};
 use crate::error::StoreError;
 use crate::lock::SessionLock;
-use crate::store::{Batch, LogAppender};
 
 /// The exclusive appender of one SQLite session.
 pub(super) struct SqliteAppender {
@@ -51,16 +51,16 @@ impl LogAppender for SqliteAppender {
         let Some(last_hash) = backend.row_hash_on(&conn, &self.id, n_events - 1)? else {
             return Ok(());
         };
-        let evidence = crate::checkpoint::Evidence {
+        let evidence = strata_format::checkpoint::Evidence {
             n_events,
             log_bytes: 0,
             last_frame: n_events - 1,
             last_offset: 0,
             last_hash,
-            header_hash: crate::checkpoint::fnv64_hex(header_text.as_bytes()),
+            header_hash: strata_format::checkpoint::fnv64_hex(header_text.as_bytes()),
             file: None,
         };
-        let record = crate::checkpoint::encode(&self.id, checkpoint, &evidence);
+        let record = strata_format::checkpoint::encode(&self.id, checkpoint, &evidence);
         conn.execute(
             "INSERT INTO checkpoints (session_id, n_events, record) VALUES (?1, ?2, ?3) \
              ON CONFLICT (session_id) DO UPDATE SET n_events = excluded.n_events, \

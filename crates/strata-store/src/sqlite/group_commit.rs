@@ -35,8 +35,8 @@ use rusqlite::{params, Connection};
 
 use super::rows::{insert_rows, Row};
 use super::{lock_conn, SqliteBackend};
+use crate::backend::Backend;
 use crate::error::StoreError;
-use crate::store::Backend;
 
 /// One session's batch, its rows built on the submitter's thread (encoding and compression
 /// stay off the serial commit path).

@@ -9,9 +9,9 @@ use strata_core::{EventSource, RawEvent, Seq, SourceError};
 use super::rows::SqliteRowDecoder;
 use super::schema::connect;
 use super::{lock_conn, SqliteBackend};
+use crate::backend::{Backend, EventRows, TornInfo};
 use crate::decode_pool::{PageSource, RecordBatch, RecordSource};
 use crate::error::StoreError;
-use crate::store::{Backend, EventRows, TornInfo};
 
 /// Rows per page of a streamed read: large enough that per-query costs vanish, small enough that
 /// a page is a bounded buffer.

@@ -10,9 +10,9 @@ use serde_json::Value;
 use strata_core::ingest::{ScanArena, ScannedRow};
 use strata_core::{Event, ReplaceSpelling, SurfaceMeta};
 
-use crate::codec::{expand_sources, scan_json_row, write_range_sources, Location};
 use crate::decode_pool::RecordDecoder;
 use crate::error::StoreError;
+use strata_format::codec::{expand_sources, scan_json_row, write_range_sources, Location};
 
 /// `data` payloads at least this long are stored zstd-compressed when that is smaller.
 pub const COMPRESS_THRESHOLD: usize = 4096;

@@ -8,9 +8,10 @@ use strata_core::{HeaderSpec, RawEvent, SeedOptions, Session, SessionHeader};
 
 use super::read::PAGE_ROWS;
 use super::{SqliteBackend, SqliteRows};
+use crate::backend::Backend;
 use crate::decode_pool::{PageSource, RecordBatch, RecordSource};
 use crate::error::StoreError;
-use crate::store::{Backend, Store};
+use crate::store::Store;
 
 const ID: &str = "paged";
 

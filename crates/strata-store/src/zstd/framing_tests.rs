@@ -5,7 +5,8 @@
 
 use std::io::{self, Read};
 
-use super::{FrameCompressor, Framing, ZstdStream};
+use super::{Framing, ZstdStream};
+use strata_format::zstd_frame::FrameCompressor;
 
 /// A few hundred JSONL records, as the plaintext of a log.
 fn plaintext() -> Vec<u8> {

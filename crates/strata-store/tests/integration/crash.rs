@@ -30,7 +30,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use strata_core::{open_turn_closers, CloseCause};
-use strata_store::{encode_event_line, scan_frames, JsonlBackend, Store};
+use strata_format::{encode_event_line, frames::scan_frames};
+use strata_store::{JsonlBackend, Store};
 
 use crate::common::{durable, store, Kind};
 use crate::pg;
@@ -242,7 +243,7 @@ fn log_file(kind: Kind, root: &str) -> Option<PathBuf> {
         _ => return None,
     };
     let backend = JsonlBackend::new(strata_store::JsonlConfig::new(root, compression));
-    let file = strata_store::session_file_name(3, compression == strata_store::Compression::Zstd);
+    let file = strata_format::session_file_name(3, compression == strata_store::Compression::Zstd);
     Some(
         backend
             .session_dir(Some(WRITER_CWD), ID)

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use strata_core::{SeedOptions, Session};
-use strata_store::{encode_event_line, encode_header_line, JsonlReader, ReaderOptions};
+use strata_format::{encode_event_line, encode_header_line, JsonlReader, ReaderOptions};
 
 fn golden_files() -> Vec<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden");

@@ -6,9 +6,10 @@ use std::fs;
 use std::path::Path;
 
 use strata_core::{payload, Candidate, HeaderSpec, SessionHeader, SurfaceIntent};
+use strata_format::{lines::DEFAULT_MAX_RECORD_LEN, CodecError, MAX_SEGMENT_BYTES};
 use strata_store::{
-    read_log, AppendError, CodecError, Compression, JsonlBackend, JsonlConfig, Store, StoreError,
-    DEFAULT_MAX_RECORD_LEN, MAX_SEGMENT_BYTES, POSTGRES_MAX_ID_BYTES,
+    read_log, AppendError, Compression, JsonlBackend, JsonlConfig, Store, StoreError,
+    POSTGRES_MAX_ID_BYTES,
 };
 
 use crate::common::{all, store, Kind};

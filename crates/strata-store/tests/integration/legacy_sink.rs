@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use strata_core::{Generation, RawEvent, SeedOptions, Session, SessionHeader};
-use strata_store::encode_event_line;
+use strata_format::encode_event_line;
 use strata_store::legacy::{
     hydrate_fixture, open_file, restore_v0, FixtureOptions, LegacyReader, OpenError, Rejection,
     RestoreSink, SessionSink,

@@ -5,10 +5,10 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use strata_format::encode_event_line;
 use strata_store::synth::turn_candidates;
 use strata_store::{
-    encode_event_line, AppendError, GroupCommitStats, SessionWriter, SqliteBackend, Store,
-    StoreError,
+    AppendError, GroupCommitStats, SessionWriter, SqliteBackend, Store, StoreError,
 };
 
 use crate::common::header;

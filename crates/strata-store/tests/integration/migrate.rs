@@ -9,11 +9,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use strata_core::{Generation, SeedOptions, Session};
+use strata_format::{JsonlReader, ReaderOptions};
 use strata_store::legacy::pack_records;
 use strata_store::migrate::{
     compare_messages, migrate_file, validate_source, verify_target, MigrateError,
 };
-use strata_store::{read_log, JsonlReader, ReaderOptions};
+use strata_store::read_log;
 
 const GENERATED: [&str; 2] = ["released-e500-s11.jsonl", "released-e700-s12-dense.jsonl"];
 
@@ -371,7 +372,7 @@ fn accepted_rule_fixtures_migrate_with_the_same_messages() {
 fn lay_out_older(dir: &Path, name: &str, target: Generation) -> PathBuf {
     use std::sync::Arc;
 
-    use strata_store::encode_source_seqs;
+    use strata_format::encode_source_seqs;
     use strata_store::migrate::{StageContext, Staged, V0ToV1, V1ToV2};
 
     let text = fs::read_to_string(generated(name)).unwrap();

@@ -264,7 +264,7 @@ fn append_unindexed(writer: &SessionWriter, n_turns: u64) {
 /// (raw) or the last frame (zstd).
 fn shorter_copy(log: &Path, bytes: &[u8]) -> Vec<u8> {
     if log.extension().is_some_and(|extension| extension == "zstd") {
-        let scan = strata_store::scan_frames(bytes).unwrap();
+        let scan = strata_format::frames::scan_frames(bytes).unwrap();
         let keep = scan.frames.iter().rev().nth(1).map_or(0, |frame| frame.end);
         return bytes[..keep.max(scan.frames[0].end)].to_vec();
     }

@@ -67,10 +67,10 @@ fn a_log_written_as_one_huge_zstd_frame_streams_and_loads() {
     let n_events = session.len() - 1;
     // The header frame, then every event in a single frame (older writers did this).
     let mut header_line = Vec::new();
-    strata_store::encode_header_line(session.header(), &mut header_line).expect("header");
+    strata_format::encode_header_line(session.header(), &mut header_line).expect("header");
     let mut body = Vec::new();
     for event in &session.events()[..n_events] {
-        strata_store::encode_event_line(event, &mut body);
+        strata_format::encode_event_line(event, &mut body);
     }
     assert!(
         body.len() > 1 << 20,
@@ -95,7 +95,7 @@ fn a_log_written_as_one_huge_zstd_frame_streams_and_loads() {
     let out = dir.path().join("framed.jsonl.zstd");
     write_log(&out, session.header(), &session.events()[..n_events]).expect("write");
     let bytes = std::fs::read(&out).expect("read");
-    let scan = strata_store::scan_frames(&bytes).expect("frames");
+    let scan = strata_format::frames::scan_frames(&bytes).expect("frames");
     assert!(scan.frames.len() >= 3, "{} frames", scan.frames.len());
     let plain = zstd::stream::decode_all(&bytes[..]).expect("decode");
     assert_eq!(plain, [header_line, body].concat());

@@ -101,7 +101,7 @@ fn raw_every_truncation_offset_opens_to_the_last_complete_record() {
 #[test]
 fn zstd_every_truncation_offset_opens_to_the_last_recoverable_record() {
     let (bytes, events) = small_log(Compression::Zstd);
-    let scan = strata_store::scan_frames(&bytes).unwrap();
+    let scan = strata_format::frames::scan_frames(&bytes).unwrap();
     assert!(scan.frames.len() >= 4, "expected several frames");
     let dir = tempfile::tempdir().unwrap();
     let store = Store::new(backend(dir.path(), Compression::Zstd));
@@ -230,7 +230,7 @@ fn a_seq_gap_in_a_complete_record_is_corruption() {
 #[test]
 fn a_damaged_complete_zstd_frame_is_corruption() {
     let (mut bytes, _) = small_log(Compression::Zstd);
-    let scan = strata_store::scan_frames(&bytes).unwrap();
+    let scan = strata_format::frames::scan_frames(&bytes).unwrap();
     let frame = scan.frames[2];
     // Flip a payload byte in the middle of a complete, non-final frame.
     let middle = (frame.start + frame.end) / 2;

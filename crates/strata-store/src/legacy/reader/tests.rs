@@ -6,7 +6,7 @@ use std::io::Write;
 use serde_json::{json, Value};
 
 use super::*;
-use crate::zstd::{FrameCompressor, DEFAULT_LEVEL};
+use strata_format::zstd_frame::{FrameCompressor, DEFAULT_LEVEL};
 
 const V0_HEADER: &str =
     r#"{"type":"session","version":0,"id":"s","createdAt":1,"delegationDepth":0}"#;

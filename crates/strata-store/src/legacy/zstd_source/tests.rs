@@ -3,7 +3,7 @@
 use std::io::Read;
 
 use super::*;
-use crate::zstd::{FrameCompressor, DEFAULT_LEVEL};
+use strata_format::zstd_frame::{FrameCompressor, DEFAULT_LEVEL};
 
 fn artifact(frames: &[&[u8]]) -> Vec<u8> {
     let mut compressor = FrameCompressor::new(DEFAULT_LEVEL).unwrap();

@@ -66,12 +66,14 @@ impl Location {
         }
     }
 
-    pub(crate) fn with_file(mut self, file: Option<&Path>) -> Location {
+    /// This location in `file`.
+    pub fn with_file(mut self, file: Option<&Path>) -> Location {
         self.file = file.map(Path::to_path_buf);
         self
     }
 
-    pub(crate) fn with_seq(mut self, seq: Option<u64>) -> Location {
+    /// This location at event `seq`.
+    pub fn with_seq(mut self, seq: Option<u64>) -> Location {
         self.seq = seq;
         self
     }
@@ -351,7 +353,7 @@ pub fn decode_event_line(line: &[u8], location: &Location) -> Result<RawEvent, C
 
 /// [`decode_event_line`] building the location only for an error (a row that decodes costs no
 /// copy of the file name).
-pub(crate) fn decode_event_line_at(
+pub fn decode_event_line_at(
     line: &[u8],
     location: impl Fn() -> Location,
 ) -> Result<RawEvent, CodecError> {
@@ -361,7 +363,7 @@ pub(crate) fn decode_event_line_at(
 /// [`decode_event_line_at`] keeping the payload borrowed from `line` and, given an arena, the
 /// view of it the one-pass scan built ([`ScannedRow`]): a decoding thread shares the payloads
 /// of its batch and checks each row ahead without parsing any payload twice.
-pub(crate) fn scan_event_line_at<'a>(
+pub fn scan_event_line_at<'a>(
     line: &'a [u8],
     arena: Option<&'a ScanArena>,
     location: impl Fn() -> Location,
@@ -381,7 +383,7 @@ pub(crate) fn scan_event_line_at<'a>(
 /// UTF-8 check of the whole row lets it be read as a `str`, so the payload is not validated a
 /// second time (that was ~13 % of a scan); a row that is not UTF-8 takes serde's byte path,
 /// for serde's own error and position.
-pub(crate) fn scan_json_row<'a>(
+pub fn scan_json_row<'a>(
     bytes: &'a [u8],
     arena: Option<&'a ScanArena>,
 ) -> Result<ScannedRow<'a>, serde_json::Error> {
@@ -541,7 +543,7 @@ pub struct TornTail {
 /// [`JsonlReader::torn_tail`] reports it.
 ///
 /// ```
-/// use strata_store::{JsonlReader, ReaderOptions};
+/// use strata_format::{JsonlReader, ReaderOptions};
 ///
 /// let log = b"{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"createdAt\":0,\"isSeeded\":false,\"delegationDepth\":0}\n\
 ///             {\"type\":\"turn/start\",\"seq\":0,\"time\":5,\"data\":{\"turn\":1}}\n{\"type\":\"tu";

@@ -128,29 +128,19 @@ fn frame_end(bytes: &[u8], start: usize) -> Result<Option<usize>, FrameError> {
     Ok(end.map(|end| usize::try_from(end).unwrap_or(usize::MAX)))
 }
 
-/// Where the frame starting at offset `start` of `file` ends (`None` when the file ends inside
-/// it), found by reading its frame and block headers only: a few bytes per 128 KiB block, so a
-/// reader that must tell a torn final frame from a damaged one holds no more than that, however
-/// large the frame. Offsets in a [`FrameError`] are relative to `start`.
-pub(crate) fn frame_end_in_file(
-    file: &std::fs::File,
-    start: u64,
-) -> std::io::Result<Result<Option<u64>, FrameError>> {
-    let len = file.metadata()?.len();
-    let mut cursor = Cursor {
-        bytes: FileBytes { file, start, len },
-        pos: 0,
-    };
-    match walk_frame(&mut cursor, 0) {
-        Ok(Ok(end)) => Ok(Ok(end.map(|end| start + end))),
-        Ok(Err(error)) => Ok(Err(error)),
-        Err(error) => Err(error),
-    }
+/// Where the frame starting at offset 0 of `bytes` ends (`None` when the bytes end inside it),
+/// found by reading its frame and block headers only: a few bytes per 128 KiB block, so a
+/// reader that must tell a torn final frame from a damaged one (a store reading a file through
+/// its own [`ByteSource`]) holds no more than that, however large the frame. Offsets in a
+/// [`FrameError`] are relative to the frame's start.
+pub fn frame_end_in<B: ByteSource>(bytes: B) -> Result<Result<Option<u64>, FrameError>, B::Error> {
+    let mut cursor = Cursor { bytes, pos: 0 };
+    walk_frame(&mut cursor, 0)
 }
 
-/// Random access to the bytes a frame walk reads: `Ok(false)` when fewer than `buf.len()`
-/// bytes remain at `pos`.
-trait ByteSource {
+/// Random access to the bytes a frame walk reads, so the walk itself touches no file: a slice,
+/// or a file the caller reads. `Ok(false)` when fewer than `buf.len()` bytes remain at `pos`.
+pub trait ByteSource {
     /// The error reading can raise (none for a slice).
     type Error;
     /// Fills `buf` from `pos`, or says the bytes end first.
@@ -181,34 +171,6 @@ impl ByteSource for SliceBytes<'_> {
 
     fn has(&self, pos: u64, n: u64) -> bool {
         (self.0.len() as u64).saturating_sub(pos) >= n
-    }
-}
-
-/// The bytes of a file from `start` to the `len` it had when the walk began.
-struct FileBytes<'a> {
-    file: &'a std::fs::File,
-    start: u64,
-    len: u64,
-}
-
-impl ByteSource for FileBytes<'_> {
-    type Error = std::io::Error;
-
-    fn read_at(&self, pos: u64, buf: &mut [u8]) -> Result<bool, Self::Error> {
-        use std::os::unix::fs::FileExt as _;
-        if !self.has(pos, buf.len() as u64) {
-            return Ok(false);
-        }
-        match self.file.read_exact_at(buf, self.start + pos) {
-            Ok(()) => Ok(true),
-            // The file shrank under the walk: its bytes end here.
-            Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
-            Err(error) => Err(error),
-        }
-    }
-
-    fn has(&self, pos: u64, n: u64) -> bool {
-        self.len.saturating_sub(self.start).saturating_sub(pos) >= n
     }
 }
 

@@ -93,7 +93,7 @@ pub enum LineError {
 /// the stream ends, [`LineScanner::trailing_fragment`] tells whether it ended mid-record.
 ///
 /// ```
-/// use strata_store::LineScanner;
+/// use strata_format::lines::LineScanner;
 ///
 /// let mut scanner = LineScanner::default();
 /// let mut lines = Vec::new();
