@@ -78,8 +78,9 @@ impl Loaded {
     /// The events the log holds, without the end-seed marker a viewing restore adds: what
     /// inspect, report, export and `messages --at` describe.
     pub fn stored_events(&self) -> &[std::sync::Arc<strata_core::Event>] {
+        // A viewing load restores the whole log: its resident events are all of them.
         self.session
-            .events()
+            .resident_events()
             .get(..self.n_stored)
             .unwrap_or_default()
     }
@@ -340,7 +341,7 @@ pub fn load_with(input: &Input, progress: &Progress) -> Result<Loaded, LoadError
     }
     with_stream(input, |stream| {
         let mut stream = progress::observe(stream, progress);
-        let session = restore_stream(&mut stream, None, SeedOptions::default())
+        let session = restore_stream(&mut stream, SeedOptions::default())
             .map_err(|error| store_failure(&label, error))?;
         let n_stored = usize::try_from(stream.n_read()).unwrap_or(usize::MAX);
         Ok(Loaded {

@@ -216,6 +216,7 @@ mod tests {
         let generation = generated.generation();
         let rows: Vec<RawEvent> = generated
             .events()
+            .unwrap()
             .iter()
             .map(|event| RawEvent::from_event_in(event, generation))
             .collect();
@@ -234,7 +235,7 @@ mod tests {
         );
         let progress = Progress::new("test");
         let mut observed = observe(stream, &progress);
-        let session = restore_stream(&mut observed, None, SeedOptions::default()).unwrap();
+        let session = restore_stream(&mut observed, SeedOptions::default()).unwrap();
         assert_eq!(session.surface().nodes(), generated.surface().nodes());
         assert_eq!(observed.n_read(), n_rows);
         // Every row reached the restore checked ahead, through both wrappers (the observer and

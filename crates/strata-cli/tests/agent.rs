@@ -96,7 +96,7 @@ fn run_json_prints_every_appended_event_of_the_demo() {
     assert_eq!(seqs, (0..17).collect::<Vec<_>>());
     // What was printed is what was stored, and the stored log validates.
     let session = Store::sqlite(&store).unwrap().load("demo").unwrap();
-    for (printed, stored) in events.iter().zip(session.events()) {
+    for (printed, stored) in events.iter().zip(session.events().unwrap()) {
         assert_eq!(printed.to_string(), stored.to_json());
     }
     assert_eq!(session.derive_messages().len(), 5);
@@ -482,7 +482,7 @@ fn wait_for_file(child: &mut std::process::Child, file: &Path) {
 fn assert_cancelled_turn(db: &Path, id: &str) {
     assert_closed_and_valid(db, id);
     let session = Store::sqlite(db).unwrap().load(id).unwrap();
-    let events = session.events();
+    let events = session.events().unwrap();
     let end = events
         .iter()
         .rev()

@@ -90,6 +90,7 @@ fn session_with_nodes(nodes: usize) -> Session {
 fn last_turn(session: &Session) -> u64 {
     session
         .events()
+        .unwrap()
         .iter()
         .rev()
         .find_map(|event| {
@@ -104,7 +105,11 @@ fn last_turn(session: &Session) -> u64 {
 fn append_turn(session: &mut Session, result_len: usize) {
     let turn = last_turn(session) + 1;
     let first = session.len() as u64;
-    let time = session.events().last().map_or(0, |event| event.time());
+    let time = session
+        .events()
+        .unwrap()
+        .last()
+        .map_or(0, |event| event.time());
     session
         .append_batch(
             strata_store::synth::turn_candidates(turn, first, result_len),
@@ -116,7 +121,11 @@ fn append_turn(session: &mut Session, result_len: usize) {
 /// Opens a turn so automatic triggers have an owner.
 fn open_turn(session: &mut Session) {
     let turn = last_turn(session) + 1;
-    let time = session.events().last().map_or(0, |event| event.time());
+    let time = session
+        .events()
+        .unwrap()
+        .last()
+        .map_or(0, |event| event.time());
     session
         .append(Candidate::log_only(payload::TurnStart { turn }), time)
         .expect("turn/start");
@@ -252,7 +261,11 @@ fn prune(c: &mut Criterion) {
                     let plan = pruner.plan(&session);
                     total += started.elapsed();
                     // Land the rewrite so the next pass sees only the next turn's result.
-                    let time = session.events().last().map_or(0, |event| event.time());
+                    let time = session
+                        .events()
+                        .unwrap()
+                        .last()
+                        .map_or(0, |event| event.time());
                     session
                         .append_batch(plan.candidates, time)
                         .expect("a prune is valid");

@@ -15,10 +15,13 @@ use crate::resume::{restore_resumed, resume_stream, Resumed};
 /// The events a resume would append to a stored log when a turn or a compaction bracket is
 /// open — closers, then the end-seed marker; empty when nothing is open.
 pub fn repair_events(resumed: &Resumed) -> Vec<Arc<Event>> {
+    // What a resume adds lies past the stored rows, in the resident tail even of a lazy
+    // session.
+    let base = usize::try_from(resumed.session.resident_base()).unwrap_or(usize::MAX);
     let added = resumed
         .session
-        .events()
-        .get(resumed.n_stored..)
+        .resident_events()
+        .get(resumed.n_stored.saturating_sub(base)..)
         .unwrap_or(&[]);
     if added
         .iter()

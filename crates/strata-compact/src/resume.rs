@@ -2,7 +2,7 @@
 //! run): the session a resuming writer would hold, and how much of it the store does not hold
 //! yet.
 //!
-//! The closers are the core's (`Session::restore_repaired`, session-core §8): a compaction
+//! The closers are the core's (`Session::restore` with `SeedOptions::repair`, session-core §8): a compaction
 //! bracket the crash left open is closed first — a `compaction/end` with the start's
 //! `compactionId`, `sourceCommandId` and `turn`, and `error: "interrupted"` ([`INTERRUPTED`]);
 //! no replacement is written, so the surface is exactly what the log held — then the open turn,
@@ -19,7 +19,8 @@ pub const INTERRUPTED: &str = "interrupted";
 pub struct Resumed {
     /// The restored session: stored events, then the closers and marker resume added.
     pub session: Session,
-    /// How many events the store held; `session.events()[n_stored..]` must be persisted.
+    /// How many events the store held; the events from seq `n_stored` on must
+    /// be persisted.
     pub n_stored: usize,
 }
 
@@ -42,7 +43,7 @@ pub fn resume_stream(
     stream: &mut LogStream<'_>,
     options: SeedOptions,
 ) -> Result<Resumed, StoreError> {
-    let session = restore_stream(stream, Some(CloseCause::Interrupted), options)?;
+    let session = restore_stream(stream, options.repaired(CloseCause::Interrupted))?;
     Ok(Resumed {
         session,
         n_stored: usize::try_from(stream.n_read()).unwrap_or(usize::MAX),
@@ -58,7 +59,7 @@ pub fn restore_resumed(
     options: SeedOptions,
 ) -> Result<Resumed, AcceptError> {
     let n_stored = rows.len();
-    let session = Session::restore_repaired(header, rows, CloseCause::Interrupted, options)?;
+    let session = Session::restore(header, rows, options.repaired(CloseCause::Interrupted))?;
     Ok(Resumed { session, n_stored })
 }
 

@@ -235,7 +235,7 @@ pub fn write_log(label: &str, session: &Session) -> Result<PathBuf, String> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut bytes = Vec::new();
     encode_header_line(session.header(), &mut bytes).map_err(|error| error.to_string())?;
-    for event in session.events() {
+    for event in session.events().map_err(|error| error.to_string())? {
         encode_event_line(event, &mut bytes);
     }
     let name: String = label

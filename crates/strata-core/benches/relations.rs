@@ -25,6 +25,7 @@ fn options(rules: bool) -> SeedOptions {
         marker_time: 0,
         surface_only: !rules,
         defer_marker: false,
+        repair: None,
     }
 }
 
@@ -48,7 +49,7 @@ fn main() {
     }
     .expect("the generator's appends are valid");
     let header = session.header().clone();
-    let events = session.events().to_vec();
+    let events = session.events().unwrap().to_vec();
     let candidates: Vec<(Candidate, i64)> = events
         .iter()
         .map(|event| {
@@ -69,7 +70,7 @@ fn main() {
             )
         })
         .collect();
-    let raws: Vec<RawEvent> = session.to_raw_events();
+    let raws: Vec<RawEvent> = session.to_raw_events().unwrap();
     drop(session);
     let append = |rules: bool| {
         let batch = candidates.clone();

@@ -32,7 +32,7 @@ fn restore(c: &mut Criterion) {
     };
     let session = generate(&config).expect("generator produces valid logs");
     let header = session.header().clone();
-    let raws = session.to_raw_events();
+    let raws = session.to_raw_events().unwrap();
     let n = raws.len() as u64;
     let mut group = c.benchmark_group("Session::restore");
     group
@@ -41,13 +41,12 @@ fn restore(c: &mut Criterion) {
     group.throughput(Throughput::Elements(n));
     // Events already in memory as accepted events (a live session's log):
     // every rule runs again, the events are shared.
-    let events: Vec<_> = session.events().to_vec();
+    let events: Vec<_> = session.events().unwrap().to_vec();
     group.bench_function(BenchmarkId::new("accepted-events", n), |b| {
         b.iter_batched(
             || events.clone(),
             |events| {
-                Session::restore_events(header.clone(), events, SeedOptions::default())
-                    .expect("valid")
+                Session::restore(header.clone(), events, SeedOptions::default()).expect("valid")
             },
             BatchSize::PerIteration,
         )
@@ -64,7 +63,7 @@ fn restore(c: &mut Criterion) {
 
     // The same log as V3 JSONL text: parse + validate vs the bare tokenizer.
     let mut text = Vec::new();
-    for event in session.events() {
+    for event in session.events().unwrap() {
         text.extend_from_slice(event.to_json().as_bytes());
         text.push(b'\n');
     }

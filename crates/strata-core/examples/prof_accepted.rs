@@ -16,12 +16,14 @@ fn main() {
         return;
     };
     let header = session.header().clone();
-    let copies: Vec<Vec<_>> = (0..reps).map(|_| session.events().to_vec()).collect();
+    let copies: Vec<Vec<_>> = (0..reps)
+        .map(|_| session.events().unwrap().to_vec())
+        .collect();
     let mut kept = Vec::new();
     let start = std::time::Instant::now();
     for events in copies {
         if let Ok(restored) =
-            strata_core::Session::restore_events(header.clone(), events, Default::default())
+            strata_core::Session::restore(header.clone(), events, Default::default())
         {
             kept.push(restored);
         }

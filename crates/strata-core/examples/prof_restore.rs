@@ -17,7 +17,7 @@ fn main() {
     };
     let header = session.header().clone();
     let mut text = Vec::new();
-    for event in session.events() {
+    for event in session.events().unwrap() {
         text.extend_from_slice(event.to_json().as_bytes());
         text.push(b'\n');
     }

@@ -241,9 +241,18 @@ pub fn fork_session(
     mode: ForkMode,
     created_at: u64,
 ) -> Result<Session, ForkError> {
+    let events = source.events().map_err(|error| {
+        ForkError::new(
+            ForkErrorCode::InvalidSeed,
+            format!(
+                "could not read the events of session {}: {error}",
+                source.id()
+            ),
+        )
+    })?;
     let seed = match mode {
-        ForkMode::ClosedTurn => closed_turn_seed(source.id(), source.events(), boundary)?,
-        ForkMode::AnyPrefix => any_prefix_seed(source.id(), source.events(), boundary)?,
+        ForkMode::ClosedTurn => closed_turn_seed(source.id(), events, boundary)?,
+        ForkMode::AnyPrefix => any_prefix_seed(source.id(), events, boundary)?,
     };
     let header = SessionHeader::new(HeaderSpec {
         id: child_id.to_owned(),
@@ -266,6 +275,7 @@ pub fn fork_session(
             marker_time,
             surface_only: source.is_surface_only(),
             defer_marker: false,
+            repair: None,
         },
     )?)
 }

@@ -48,8 +48,8 @@ pub use request::{
 pub use rule::{AcceptError, Rule};
 pub use seq::{Seq, SeqRangeError, MAX_SAFE_INTEGER};
 pub use session::{
-    fold_accepted, fold_surface, fold_window, AppendPlan, BatchMark, Fold, SeedOptions, Session,
-    StalePlanError,
+    fold_accepted, fold_surface, fold_window, AppendPlan, BatchMark, Fold, RestoreRow, SeedOptions,
+    Session, StalePlanError,
 };
 pub use stats::{log_stats, LogStats, Place, Standing, StepUsage};
 pub use surface::{Replacement, SurfaceState};

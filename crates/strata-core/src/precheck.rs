@@ -4,7 +4,7 @@
 //! data and message shape rules, surface rules 2–4 (session-core §5.2). Only contiguity and the
 //! rules relating the row to the surface need the rows before it. A store that decodes rows on
 //! several threads runs [`PrecheckedRow::check`] there and hands the results, in log order, to
-//! [`Session::restore_prechecked`](crate::Session::restore_prechecked), which runs only what is
+//! [`Session::restore`](crate::Session::restore), which runs only what is
 //! left on the restoring thread.
 //!
 //! Invariants:
@@ -31,7 +31,7 @@ use crate::surface::SurfaceState;
 use crate::wire::RawEvent;
 
 /// A stored row after its event-local rules ran (or were deferred), ready for
-/// [`Session::restore_prechecked`](crate::Session::restore_prechecked).
+/// [`Session::restore`](crate::Session::restore).
 #[derive(Debug)]
 pub struct PrecheckedRow(pub(crate) Checked);
 

@@ -186,6 +186,73 @@ pub struct SeedOptions {
     /// stores the log event for event and records a checkpoint of exactly what it stored, so
     /// that open resumes from it (and adds the marker then, as it would after a full restore).
     pub defer_marker: bool,
+    /// For a writer reopening after a crash (persistence §4.2): a turn the stored log leaves
+    /// open is closed with closers of this cause (§8) *before* the end-seed marker, so
+    /// reopening a repaired log adds nothing. Applies to [`Session::restore`] and
+    /// [`Session::resume`]; the closers are the caller's to persist.
+    pub repair: Option<CloseCause>,
+}
+
+impl SeedOptions {
+    /// These options with crash repair by `cause` ([`SeedOptions::repair`]).
+    pub fn repaired(self, cause: CloseCause) -> SeedOptions {
+        SeedOptions {
+            repair: Some(cause),
+            ..self
+        }
+    }
+}
+
+/// A row a [`Session::restore`] takes: a stored row ([`RawEvent`]), a row whose event-local
+/// rules already ran on the thread that decoded it ([`PrecheckedRow`]), or an event accepted
+/// before (`Arc<Event>`: a live session's log, a generated log, shared, not copied). Every
+/// kind passes the same rules in the same order, with the same errors.
+pub trait RestoreRow: restore_row::Sealed {}
+
+impl RestoreRow for RawEvent {}
+impl RestoreRow for PrecheckedRow {}
+impl RestoreRow for Arc<Event> {}
+
+/// Keeps [`RestoreRow`] to the three kinds above, whose rows the seeding loop knows.
+mod restore_row {
+    use super::{Path, Row, Session};
+    use crate::rule::AcceptError;
+
+    /// How rows of one kind enter the seeding loop.
+    pub trait Sealed: Sized {
+        /// Accepts `rows` as a restore's events, from row 0.
+        fn seed_all(
+            session: &mut Session,
+            rows: impl Iterator<Item = Self>,
+        ) -> Result<(), AcceptError>;
+    }
+
+    impl Sealed for crate::wire::RawEvent {
+        fn seed_all(
+            session: &mut Session,
+            rows: impl Iterator<Item = Self>,
+        ) -> Result<(), AcceptError> {
+            session.seed_rows(rows.map(Row::Raw), Path::Restore, 0)
+        }
+    }
+
+    impl Sealed for crate::precheck::PrecheckedRow {
+        fn seed_all(
+            session: &mut Session,
+            rows: impl Iterator<Item = Self>,
+        ) -> Result<(), AcceptError> {
+            session.seed_rows(rows.map(|row| Row::Checked(row.0)), Path::Restore, 0)
+        }
+    }
+
+    impl Sealed for std::sync::Arc<crate::event::Event> {
+        fn seed_all(
+            session: &mut Session,
+            rows: impl Iterator<Item = Self>,
+        ) -> Result<(), AcceptError> {
+            session.seed_rows(rows.map(Row::Shared), Path::Restore, 0)
+        }
+    }
 }
 
 /// The result of an offline fold (`fold_surface`).
@@ -305,72 +372,30 @@ impl Session {
     /// losslessness: stored text is already JSON). The inherited count comes
     /// from the last `session/end-seed {inherited: true}` (V2+) or the header's
     /// `seedLength` (v0/v1). A `session/end-seed {}` is appended unless the log
-    /// already ends with a marker; events past the input are the caller's to persist.
-    pub fn restore(
+    /// already ends with a marker (or [`SeedOptions::defer_marker`]); with
+    /// [`SeedOptions::repair`], a turn left open is closed first. Events past the
+    /// input are the caller's to persist.
+    ///
+    /// The rows may be of any [`RestoreRow`] kind: rows checked ahead on the threads that
+    /// decoded them ([`PrecheckedRow::check`]) run only contiguity and the rules relating
+    /// each row to the surface here; events accepted before are shared, not decoded or
+    /// copied. Every kind accepts and rejects exactly what stored rows do, with the same
+    /// errors (see the `precheck` module).
+    pub fn restore<R: RestoreRow>(
         header: SessionHeader,
-        events: impl IntoIterator<Item = RawEvent>,
+        rows: impl IntoIterator<Item = R>,
         options: SeedOptions,
     ) -> Result<Session, AcceptError> {
-        Session::restore_with(header, events, options, None)
-    }
-
-    /// [`Session::restore`] for a writer resuming after a crash (persistence §4.2): a turn
-    /// the stored log leaves open is closed with `cause` closers (§8) *before* the end-seed
-    /// marker, so reopening a repaired log adds nothing. Events past the input (closers and
-    /// marker) are the caller's to persist.
-    pub fn restore_repaired(
-        header: SessionHeader,
-        events: impl IntoIterator<Item = RawEvent>,
-        cause: crate::repair::CloseCause,
-        options: SeedOptions,
-    ) -> Result<Session, AcceptError> {
-        Session::restore_with(header, events, options, Some(cause))
-    }
-
-    /// [`Session::restore`] from events that were accepted before (a live
-    /// session's log, a generated log): every rule runs again under this
-    /// header's generation, but the events are shared, not decoded or copied.
-    pub fn restore_events(
-        header: SessionHeader,
-        events: impl IntoIterator<Item = Arc<Event>>,
-        options: SeedOptions,
-    ) -> Result<Session, AcceptError> {
-        Session::restore_loaded(header, options, None, |session| {
-            session.seed_accepted(events)
-        })
-    }
-
-    /// [`Session::restore`] (or, with `repair`, [`Session::restore_repaired`]) from rows whose
-    /// event-local rules already ran, on whatever threads decoded them
-    /// ([`PrecheckedRow::check`]): only contiguity and the rules relating each row to the
-    /// surface run here. Accepts and rejects exactly what the plain restore does, with the
-    /// same errors (see the `precheck` module).
-    pub fn restore_prechecked(
-        header: SessionHeader,
-        rows: impl IntoIterator<Item = PrecheckedRow>,
-        options: SeedOptions,
-        repair: Option<crate::repair::CloseCause>,
-    ) -> Result<Session, AcceptError> {
-        Session::restore_loaded(header, options, repair, |session| {
-            session.seed_prechecked(rows)
-        })
-    }
-
-    fn restore_with(
-        header: SessionHeader,
-        events: impl IntoIterator<Item = RawEvent>,
-        options: SeedOptions,
-        repair: Option<crate::repair::CloseCause>,
-    ) -> Result<Session, AcceptError> {
-        Session::restore_loaded(header, options, repair, |session| {
-            session.seed(events, Path::Restore)
+        Session::restore_loaded(header, options, |session| {
+            let rows = rows.into_iter();
+            session.log.reserve(rows.size_hint().0);
+            R::seed_all(session, rows)
         })
     }
 
     fn restore_loaded<E: From<AcceptError>>(
         header: SessionHeader,
         options: SeedOptions,
-        repair: Option<crate::repair::CloseCause>,
         load: impl FnOnce(&mut Session) -> Result<(), E>,
     ) -> Result<Session, E> {
         let mut session = Session::empty(header);
@@ -383,7 +408,7 @@ impl Session {
             .inherited_count(session.last_inherited_marker, log_len)
             .map_err(E::from)?;
         session.inherited_count = count;
-        if let Some(cause) = repair {
+        if let Some(cause) = options.repair {
             let closers = session.open_turn_closers(cause);
             if !closers.is_empty() {
                 session.append_batch(closers.candidates, closers.time)?;
@@ -440,26 +465,6 @@ impl Session {
         first_index: u64,
     ) -> Result<(), AcceptError> {
         self.seed_rows(rows.into_iter().map(Row::Raw), path, first_index)
-    }
-
-    fn seed_prechecked(
-        &mut self,
-        rows: impl IntoIterator<Item = PrecheckedRow>,
-    ) -> Result<(), AcceptError> {
-        self.seed_rows(
-            rows.into_iter().map(|row| Row::Checked(row.0)),
-            Path::Restore,
-            0,
-        )
-    }
-
-    fn seed_accepted(
-        &mut self,
-        events: impl IntoIterator<Item = Arc<Event>>,
-    ) -> Result<(), AcceptError> {
-        let events = events.into_iter();
-        self.log.reserve(events.size_hint().0);
-        self.seed_rows(events.map(Row::Shared), Path::Restore, 0)
     }
 
     /// The loop of every seed and restore path, in upstream's evaluation order (docs/rules.md,
@@ -919,25 +924,11 @@ impl Session {
     /// O(1) in full mode. On a lazily resumed session ([`Session::is_lazy`]) the first call
     /// *materializes* the log: every event below [`Session::resident_base`] is fetched from
     /// the event source (and passes the event-local rules again), O(history) in time and
-    /// memory, once; the copy then follows appends. Code on the resume, append and request
-    /// paths uses [`Session::resident_events`] and the folds ([`Session::latest`],
-    /// [`Session::last_event`], [`Session::turn_state`]) instead. See [`Session::try_events`]
-    /// for the fallible form.
-    ///
-    /// # Panics
-    ///
-    /// In lazy mode, when the event source fails or serves an event that breaks the rules
-    /// (the store's files changed under the session).
-    pub fn events(&self) -> &[Arc<Event>] {
-        match self.try_events() {
-            Ok(events) => events,
-            Err(error) => panic!("Session::events could not materialize a lazy session: {error}"),
-        }
-    }
-
-    /// [`Session::events`], reporting a failure to materialize a lazy session instead of
-    /// panicking.
-    pub fn try_events(&self) -> Result<&[Arc<Event>], ResumeError> {
+    /// memory, once; the copy then follows appends. That fetch is I/O, so it can fail (the
+    /// store's files changed under the session): a full session's call never does. Code on
+    /// the resume, append and request paths uses [`Session::resident_events`] and the folds
+    /// ([`Session::latest`], [`Session::last_event`], [`Session::turn_state`]) instead.
+    pub fn events(&self) -> Result<&[Arc<Event>], ResumeError> {
         self.log.whole(|| self.load_prefix())
     }
 
@@ -1107,14 +1098,11 @@ impl Session {
         self.first_live_seq
     }
 
-    /// Events from the inherited count on: this session's own work.
-    ///
-    /// # Panics
-    ///
-    /// Materializes a lazy session, like [`Session::events`].
-    pub fn own_events(&self) -> &[Arc<Event>] {
+    /// Events from the inherited count on: this session's own work. Materializes a lazy
+    /// session, as [`Session::events`] does.
+    pub fn own_events(&self) -> Result<&[Arc<Event>], ResumeError> {
         let start = usize::try_from(self.inherited_count).unwrap_or(usize::MAX);
-        self.events().get(start..).unwrap_or(&[])
+        Ok(self.events()?.get(start..).unwrap_or(&[]))
     }
 
     /// Whether `seq` is one of this session's own events.
@@ -1164,16 +1152,14 @@ impl Session {
 
     /// A raw copy of every event, for seeding a replay or fork. Replace endpoints are spelled
     /// as this session's generation writes them (`start`/`end` before V3), so a replay under
-    /// the same header's rules accepts them.
-    ///
-    /// # Panics
-    ///
-    /// Materializes a lazy session, like [`Session::events`].
-    pub fn to_raw_events(&self) -> Vec<RawEvent> {
-        self.events()
+    /// the same header's rules accepts them. Materializes a lazy session, as
+    /// [`Session::events`] does.
+    pub fn to_raw_events(&self) -> Result<Vec<RawEvent>, ResumeError> {
+        Ok(self
+            .events()?
             .iter()
             .map(|event| RawEvent::from_event_in(event, self.generation))
-            .collect()
+            .collect())
     }
 
     /// The session's folds after its whole log, to persist beside it: what
@@ -1201,7 +1187,8 @@ impl Session {
     /// fetched from `source` (and pass the event-local rules), `tail` is validated exactly as
     /// [`Session::restore`] validates those rows (same rules, same errors, same indexes), and
     /// the end-seed marker is added as a restore adds it. Appends then validate exactly as in
-    /// full mode. V3 logs only.
+    /// full mode. V3 logs only. [`SeedOptions::repair`] closes a turn left open, as a
+    /// restore does.
     ///
     /// The store vouches that `checkpoint` describes this log; the cheap checks that fail
     /// give [`ResumeError::Mismatch`], and a caller should then restore the whole log.
@@ -1211,31 +1198,6 @@ impl Session {
         tail: impl IntoIterator<Item = RawEvent>,
         source: Arc<dyn EventSource>,
         options: SeedOptions,
-    ) -> Result<Session, ResumeError> {
-        Session::resume_with(header, checkpoint, tail, source, options, None)
-    }
-
-    /// [`Session::resume`] for a writer resuming after a crash, as
-    /// [`Session::restore_repaired`]: a turn left open is closed with `cause` closers before
-    /// the end-seed marker.
-    pub fn resume_repaired(
-        header: SessionHeader,
-        checkpoint: Checkpoint,
-        tail: impl IntoIterator<Item = RawEvent>,
-        source: Arc<dyn EventSource>,
-        cause: CloseCause,
-        options: SeedOptions,
-    ) -> Result<Session, ResumeError> {
-        Session::resume_with(header, checkpoint, tail, source, options, Some(cause))
-    }
-
-    fn resume_with(
-        header: SessionHeader,
-        checkpoint: Checkpoint,
-        tail: impl IntoIterator<Item = RawEvent>,
-        source: Arc<dyn EventSource>,
-        options: SeedOptions,
-        repair: Option<CloseCause>,
     ) -> Result<Session, ResumeError> {
         if header.generation() != Generation::NATIVE {
             return Err(ResumeError::mismatch(
@@ -1247,7 +1209,7 @@ impl Session {
                 ),
             ));
         }
-        Session::restore_loaded(header, options, repair, |session| {
+        Session::restore_loaded(header, options, |session| {
             let n_events = checkpoint.n_events;
             session.install_checkpoint(checkpoint, source)?;
             session.seed_from(tail, Path::Restore, n_events)?;

@@ -126,13 +126,14 @@ pub fn generate_loaded(config: &SynthConfig) -> Result<Session, AcceptError> {
 }
 
 /// `generated` restored from its events' texts, as [`generate_loaded`] does (for the other
-/// generators, such as [`generate_conversation`]).
+/// generators, such as [`generate_conversation`]). A generated session holds its whole log,
+/// so its resident events are all of them.
 pub fn reloaded(generated: &Session) -> Result<Session, AcceptError> {
     let generation = generated.generation();
     Session::restore(
         generated.header().clone(),
         generated
-            .events()
+            .resident_events()
             .iter()
             .map(|event| RawEvent::from_event_in(event, generation)),
         SeedOptions::default(),
@@ -141,9 +142,10 @@ pub fn reloaded(generated: &Session) -> Result<Session, AcceptError> {
 
 /// The seqs of `session`'s events whose payload tree is parsed and kept: what a test of code
 /// that passes over a [`generate_loaded`] log checks it did not leave behind.
+/// Only resident events can hold a tree, so those are the ones looked at.
 pub fn parsed_seqs(session: &Session) -> Vec<u64> {
     session
-        .events()
+        .resident_events()
         .iter()
         .filter(|event| event.is_data_parsed())
         .map(|event| event.seq().get())

@@ -30,7 +30,7 @@ pub(crate) fn base() -> Option<&'static Base> {
         let session = Session::restore(header.clone(), rows, SeedOptions::default()).ok()?;
         Some(Base {
             header,
-            rows: session.to_raw_events(),
+            rows: session.to_raw_events().ok()?,
         })
     })
     .as_ref()
@@ -91,7 +91,7 @@ pub fn checkpoint(data: &[u8]) {
     );
     if let Ok(session) = resumed {
         let _ = session.derive_messages();
-        let _ = session.try_events().map(<[_]>::len);
+        let _ = session.events().map(<[_]>::len);
         let _ = session.checkpoint();
     }
 }

@@ -94,8 +94,14 @@ pub fn accept(data: &[u8]) {
         .cloned()
         .enumerate()
         .map(|(index, raw)| PrecheckedRow::check(generation, index as u64, raw));
-    let repaired =
-        Session::restore_prechecked(header, prechecked, options, Some(CloseCause::Interrupted));
+    let repaired = Session::restore(
+        header,
+        prechecked,
+        SeedOptions {
+            repair: Some(CloseCause::Interrupted),
+            ..options
+        },
+    );
     if let Ok(session) = repaired {
         let _ = session.derive_messages();
     }

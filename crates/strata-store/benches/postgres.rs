@@ -285,7 +285,7 @@ fn bench_load(url: &str) {
     let memory = Store::memory();
     let writer = memory.create(header(1)).unwrap();
     fill(&writer, n_events, 8_192, 120);
-    let events = writer.with_session(|session| session.events().to_vec());
+    let events = writer.with_session(|session| session.events().unwrap().to_vec());
     writer.close().unwrap();
     drop(memory);
     let bytes: usize = events.iter().map(|event| event.to_json().len() + 1).sum();

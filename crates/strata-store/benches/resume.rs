@@ -138,7 +138,7 @@ fn generate_log(at: &str, kind: Kind, n_events: u64) {
     let backend = kind.backend(at);
     let mut appender = backend.create(session.header(), &[]).unwrap();
     // One append (and one zstd frame) per batch, as dsh writes.
-    for batch in session.events().chunks(BATCH) {
+    for batch in session.events().unwrap().chunks(BATCH) {
         appender.append_events(batch).unwrap();
     }
     appender.checkpoint(&session.checkpoint().unwrap()).unwrap();

@@ -264,7 +264,7 @@ fn bench_appends(base: &Path, text_len: usize) {
             let writer = store.create(header()).unwrap();
             fill(&writer, batch as u64, batch, text_len);
             writer.with_session(|session| {
-                for event in &session.events()[..batch] {
+                for event in &session.events().unwrap()[..batch] {
                     encode_event_line(event, &mut sample);
                 }
             });
@@ -495,7 +495,7 @@ fn generate_logs(dir: &Path, n_events: u64, content_bytes: usize) {
         ..SynthConfig::default()
     })
     .unwrap();
-    let events: &[Arc<Event>] = session.events();
+    let events: &[Arc<Event>] = session.events().unwrap();
     for kind in Kind::ALL {
         let backend = kind.backend(dir);
         let mut appender = backend.create(session.header(), &[]).unwrap();

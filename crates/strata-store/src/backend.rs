@@ -92,7 +92,7 @@ pub trait EventRows: Iterator<Item = Result<RawEvent, StoreError>> + Send {
     }
 
     /// The next row with the core's event-local rules already run, for a restore from seq 0
-    /// of a log of `generation` ([`Session::restore_prechecked`](strata_core::Session::restore_prechecked)). Rows that decode on helper
+    /// of a log of `generation` ([`Session::restore`](strata_core::Session::restore) of prechecked rows). Rows that decode on helper
     /// threads check there (`decode_pool`); by default the row is left for the restore to
     /// check in full.
     fn next_prechecked(

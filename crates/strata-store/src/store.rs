@@ -103,7 +103,8 @@ impl Store {
         let counted = events.into_iter().inspect(|_| n_events += 1);
         let session = Session::restore(header, counted, IMPORT_OPTIONS)
             .map_err(|source| invalid(&id, &location, None, source))?;
-        let stored = session.events().get(..n_events).unwrap_or(&[]);
+        // A restored session holds its whole log: its resident events are all of them.
+        let stored = session.resident_events().get(..n_events).unwrap_or(&[]);
         self.create_checkpointed(&session, stored)
     }
 
@@ -116,10 +117,10 @@ impl Store {
         // Before the log is read: an id the store cannot hold fails at once, not after a
         // restore of the whole log.
         self.backend.check_new_id(stream.header().id())?;
-        let session = restore_stream(stream, None, IMPORT_OPTIONS)?;
+        let session = restore_stream(stream, IMPORT_OPTIONS)?;
         let n_events = stream.n_read();
         let stored = session
-            .events()
+            .resident_events()
             .get(..usize::try_from(n_events).unwrap_or(usize::MAX))
             .unwrap_or(&[]);
         self.create_checkpointed(&session, stored)?;
@@ -170,7 +171,7 @@ impl Store {
                 ..SeedOptions::default()
             };
             let from = stream.first_seq();
-            let session = restore_stream(stream, Some(CloseCause::Interrupted), options)?;
+            let session = restore_stream(stream, options.repaired(CloseCause::Interrupted))?;
             restored = Some((
                 check_id(session, id, stream.location())?,
                 stream.next_seq(),
@@ -234,7 +235,7 @@ impl Store {
     /// Always the whole log: this is the full verification.
     pub fn load(&self, id: &str) -> Result<Session, StoreError> {
         let mut stream = self.backend.scan(id, ReadFrom::Start)?;
-        let session = restore_stream(&mut stream, None, SeedOptions::default())?;
+        let session = restore_stream(&mut stream, SeedOptions::default())?;
         check_id(session, id, stream.location())
     }
 
@@ -244,14 +245,14 @@ impl Store {
     pub fn load_lazy(&self, id: &str) -> Result<Session, StoreError> {
         let mut stream = self.backend.scan(id, ReadFrom::Checkpoint)?;
         if stream.resume_point().is_some() {
-            match restore_stream(&mut stream, None, SeedOptions::default()) {
+            match restore_stream(&mut stream, SeedOptions::default()) {
                 Ok(session) => return check_id(session, id, stream.location()),
                 Err(StoreError::StaleCheckpoint { .. }) => {}
                 Err(other) => return Err(other),
             }
             stream = self.backend.scan(id, ReadFrom::Start)?;
         }
-        let session = restore_stream(&mut stream, None, SeedOptions::default())?;
+        let session = restore_stream(&mut stream, SeedOptions::default())?;
         check_id(session, id, stream.location())
     }
 
@@ -297,7 +298,7 @@ impl Store {
             }
             Err(other) => return Err(other.into()),
         };
-        let parent = restore_stream(&mut source, None, SeedOptions::default())?;
+        let parent = restore_stream(&mut source, SeedOptions::default())?;
         let n_stored = source.n_read();
         // The default cut is the last *stored* event, not a marker the restore added.
         let boundary = boundary.or_else(|| n_stored.checked_sub(1));
@@ -322,10 +323,14 @@ impl Store {
         )
         .map_err(ForkError::Refused)?;
         // The inherited prefix is the parent's stored rows (a marker the restore added is not).
+        // The child is a new session, whole in memory: its resident events are all of them.
         let n_shared = child.inherited_count().min(n_stored);
-        let appender =
-            self.backend
-                .create_fork(parent.header(), n_shared, child.header(), child.events())?;
+        let appender = self.backend.create_fork(
+            parent.header(),
+            n_shared,
+            child.header(),
+            child.resident_events(),
+        )?;
         Ok(SessionWriter::start(
             child,
             appender,
@@ -341,6 +346,7 @@ const IMPORT_OPTIONS: SeedOptions = SeedOptions {
     marker_time: 0,
     surface_only: false,
     defer_marker: true,
+    repair: None,
 };
 
 /// Restores a session from a stream, rows flowing from the reader into the core one at a time.
@@ -353,7 +359,6 @@ const IMPORT_OPTIONS: SeedOptions = SeedOptions {
 /// the caller reads the whole log, whose restore is the authority on what is wrong with it.
 pub fn restore_stream(
     stream: &mut LogStream<'_>,
-    repair: Option<CloseCause>,
     options: SeedOptions,
 ) -> Result<Session, StoreError> {
     let header = stream.header().clone();
@@ -366,17 +371,7 @@ pub fn restore_stream(
                 failure: &mut failure,
                 pull: <LogStream<'_> as Iterator>::next,
             };
-            match repair {
-                Some(cause) => Session::resume_repaired(
-                    header,
-                    point.checkpoint,
-                    rows,
-                    point.source,
-                    cause,
-                    options,
-                ),
-                None => Session::resume(header, point.checkpoint, rows, point.source, options),
-            }
+            Session::resume(header, point.checkpoint, rows, point.source, options)
         };
         let stale = |detail: String| StoreError::StaleCheckpoint {
             location: location.clone(),
@@ -400,7 +395,7 @@ pub fn restore_stream(
             failure: &mut failure,
             pull: LogStream::pull_prechecked,
         };
-        Session::restore_prechecked(header, rows, options, repair)
+        Session::restore(header, rows, options)
     };
     if let Some(error) = failure {
         return Err(error);

@@ -85,15 +85,18 @@ async fn pressure_compaction_runs_at_the_pre_step_point_with_the_llm_summarizer(
             "session/end-seed",
         ]
     );
-    let checkpoint = &session.events()[turn2 + 3];
-    let shadowed: Vec<u64> = field(&session.events()[turn2 + 2], &["shadowedSeqs"])
+    let checkpoint = &session.events().unwrap()[turn2 + 3];
+    let shadowed: Vec<u64> = field(&session.events().unwrap()[turn2 + 2], &["shadowedSeqs"])
         .as_array()
         .unwrap()
         .iter()
         .filter_map(|seq| seq.as_u64())
         .collect();
     assert_eq!(shadowed, [3], "the first user message, not the system node");
-    assert_eq!(field(&session.events()[turn2 + 7], &["reason"]), "series");
+    assert_eq!(
+        field(&session.events().unwrap()[turn2 + 7], &["reason"]),
+        "series"
+    );
     assert_eq!(
         of_type(&session, "compaction/end")[0].data().get("error"),
         None
@@ -197,7 +200,7 @@ async fn the_pre_step_prunes_inside_the_turn_and_records_a_failed_summary() {
             "step/start"
         ]
     );
-    assert!(field(&session.events()[prune + 3], &["error"]).is_string());
+    assert!(field(&session.events().unwrap()[prune + 3], &["error"]).is_string());
     assert!(!kinds.contains(&"compaction/summary".to_owned()));
     fixture.assert_logs_accepted();
 }

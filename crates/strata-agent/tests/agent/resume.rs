@@ -109,7 +109,7 @@ async fn a_crash_inside_a_tool_body_resumes_with_unknown_outcome() {
             "session/end-seed",
         ]
     );
-    let closer = &session.events()[n];
+    let closer = &session.events().unwrap()[n];
     assert_eq!(
         field(closer, &["error"]),
         &json!({"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"})
@@ -117,7 +117,7 @@ async fn a_crash_inside_a_tool_body_resumes_with_unknown_outcome() {
     let call_seq = of_type(&session, "tool/call")[0].seq();
     assert_eq!(closer.sources(), Some(&[call_seq][..]));
     assert_eq!(
-        field(&session.events()[n + 2], &["reason"]),
+        field(&session.events().unwrap()[n + 2], &["reason"]),
         &json!({"kind": "interrupted"})
     );
     let headers = of_type(&session, "request/header");
@@ -207,14 +207,14 @@ async fn a_system_prompt_change_replaces_node_zero_and_starts_a_series() {
             "session/end-seed"
         ]
     );
-    let replacement = &session.events()[11];
+    let replacement = &session.events().unwrap()[11];
     let json = replacement.to_json();
     assert!(
         json.contains(r#""surfaceOp":{"op":"replace","startSeq":2,"endSeq":2}"#),
         "{json}"
     );
     assert_eq!(replacement.sources().map(|s| s[0].get()), Some(2));
-    assert_eq!(field(&session.events()[13], &["reason"]), "series");
+    assert_eq!(field(&session.events().unwrap()[13], &["reason"]), "series");
     assert_eq!(session.surface().nodes()[0].get(), 11);
     assert_eq!(
         derived(&session)[0],

@@ -73,6 +73,7 @@ pub fn config(model: &str) -> AgentConfig {
 pub fn types(session: &Session) -> Vec<String> {
     session
         .events()
+        .unwrap()
         .iter()
         .map(|event| event.event_type().to_string())
         .collect()
@@ -82,6 +83,7 @@ pub fn types(session: &Session) -> Vec<String> {
 pub fn of_type<'a>(session: &'a Session, kind: &str) -> Vec<&'a Arc<Event>> {
     session
         .events()
+        .unwrap()
         .iter()
         .filter(|event| event.event_type().as_str() == kind)
         .collect()

@@ -93,7 +93,7 @@ async fn a_turn_with_parallel_tool_calls_round_trips_over_http() {
             "session/end-seed",
         ]
     );
-    let events = session.events();
+    let events = session.events().unwrap();
     // No prompt: node 0 is an empty system message, which projects nothing.
     assert_eq!(field(&events[2], &["message", "content"]), &json!([]));
     assert_eq!(session.surface().nodes()[0].get(), 2);
@@ -232,7 +232,7 @@ async fn a_second_turn_reuses_the_header_and_a_system_prompt_is_node_zero() {
             "session/end-seed",
         ]
     );
-    assert_eq!(field(&session.events()[9], &["turn"]), 2);
+    assert_eq!(field(&session.events().unwrap()[9], &["turn"]), 2);
     assert_eq!(
         derived(&session),
         [

@@ -45,7 +45,7 @@ pub fn generate_log(root: &Path, shape: &str, size: u64) {
         .create(session.header(), &[])
         .expect("create the log");
     // One append (and one zstd frame) per batch, as dsh writes.
-    for batch in session.events().chunks(BATCH) {
+    for batch in session.events().unwrap().chunks(BATCH) {
         appender.append_events(batch).expect("append a batch");
     }
     drop(appender);

@@ -216,7 +216,10 @@ pub(crate) fn load_resumed(file: &Path) -> anyhow::Result<Option<Session>> {
     };
     let header = loaded.session.header().clone();
     // The stored events, without the end-seed marker the viewing restore added.
-    let mut rows = loaded.session.to_raw_events();
+    let mut rows = loaded
+        .session
+        .to_raw_events()
+        .with_context(|| format!("reading {}", file.display()))?;
     rows.truncate(loaded.n_stored);
     let resumed = restore_resumed(header, rows, SeedOptions::default())
         .with_context(|| format!("resuming {}", file.display()))?;

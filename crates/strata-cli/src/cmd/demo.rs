@@ -203,7 +203,9 @@ pub(crate) fn run(store_flag: Option<&str>) -> anyhow::Result<Status> {
     say(&format!(
         "  session  {child_id} (fork of {id} at seq {fork_at})"
     ))?;
-    let own = child.with_session(|session| session.own_events().to_vec());
+    let own = child
+        .with_session(|session| session.own_events().map(<[_]>::to_vec))
+        .with_context(|| format!("reading the events of fork {child_id}"))?;
     for event in &own {
         say(&paint.red(&format!("  + {}", describe_event(event))))?;
     }

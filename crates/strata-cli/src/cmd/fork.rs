@@ -73,7 +73,8 @@ fn fork_to_file(file: &Path, at: u64, out: &Path, format: Format) -> anyhow::Res
         Some(parent) if parent.as_os_str().is_empty() => Path::new(".").join(out),
         _ => out.to_path_buf(),
     };
-    write_log(&target, child.header(), child.events())
+    let events = child.events().context("reading the fork's events")?;
+    write_log(&target, child.header(), events)
         .with_context(|| format!("writing the fork to {}", out.display()))?;
     report(
         &Forked {

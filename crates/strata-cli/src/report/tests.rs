@@ -28,7 +28,7 @@ fn session() -> Session {
 }
 
 fn page_of(session: &Session) -> String {
-    let events = &session.events()[..7];
+    let events = &session.events().unwrap()[..7];
     let stats = log_stats(events).expect("stats");
     render(&Report {
         label: "dir/<log>.jsonl",
@@ -178,7 +178,7 @@ fn a_log_past_the_listing_cap_lists_its_newest_events() {
     );
 
     let session = session();
-    let events = &session.events()[..7];
+    let events = &session.events().unwrap()[..7];
     let stats = log_stats(events).expect("stats");
     let report = Report {
         label: "log.jsonl",

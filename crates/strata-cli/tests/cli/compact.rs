@@ -24,7 +24,7 @@ fn stored_session(content_bytes: usize) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = Store::jsonl(dir.path().join("root"), Compression::None);
     store
-        .import(session.header().clone(), session.to_raw_events())
+        .import(session.header().clone(), session.to_raw_events().unwrap())
         .expect("import");
     let location = store.read("cli-compact").expect("read").location;
     (dir, PathBuf::from(location))
@@ -167,7 +167,7 @@ fn a_sqlite_reference_is_compacted_in_its_store() {
     .expect("synthetic session");
     Store::sqlite(&db)
         .expect("sqlite store")
-        .import(session.header().clone(), session.to_raw_events())
+        .import(session.header().clone(), session.to_raw_events().unwrap())
         .expect("import");
     let reference = format!("sqlite://{}#in-sqlite", db.display());
     let text = stdout_of(strata().args(["compact", "--offline", &reference]));

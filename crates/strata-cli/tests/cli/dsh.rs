@@ -61,7 +61,7 @@ impl DshHome {
         let dir = self.session_dir(session.header().cwd(), session.id());
         std::fs::create_dir_all(&dir).expect("session dir");
         let file = dir.join(session_file_name(3, zstd));
-        write_log(&file, session.header(), &session.events()[..n]).expect("write log");
+        write_log(&file, session.header(), &session.events().unwrap()[..n]).expect("write log");
         file
     }
 
@@ -139,6 +139,7 @@ pub(super) fn synth(id: &str, seed: u64) -> Session {
 pub(super) fn crash_point(session: &Session) -> usize {
     session
         .events()
+        .unwrap()
         .iter()
         .position(|event| event.event_type().as_str() == "tool/call")
         .expect("a tool call")

@@ -18,7 +18,7 @@ fn loose_copy(dir: &Path, name: &str, id: &str, n: Option<usize>) -> PathBuf {
         .unwrap_or_else(|| crash_point(&session))
         .min(session.len());
     let file = dir.join(name);
-    write_log(&file, session.header(), &session.events()[..n]).expect("write log");
+    write_log(&file, session.header(), &session.events().unwrap()[..n]).expect("write log");
     file
 }
 
@@ -133,7 +133,7 @@ fn prune_keeps_dsh_s_rule_on_a_loose_file_and_writes_nothing() {
         id: "loose-prune".into(),
     })
     .expect("synthetic session");
-    write_log(&file, session.header(), session.events()).expect("write");
+    write_log(&file, session.header(), session.events().unwrap()).expect("write");
     let bytes = std::fs::read(&file).expect("read");
     let text = run_ok(strata().args(["prune", "--dry-run"]).arg(&file));
     assert!(text.contains(": would prune "), "{text}");

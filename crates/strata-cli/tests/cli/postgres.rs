@@ -46,6 +46,7 @@ fn append_turn(writer: &SessionWriter) {
     let (turn, next) = writer.with_session(|session| {
         let turns = session
             .events()
+            .unwrap()
             .iter()
             .filter(|event| event.event_type().as_str() == "turn/start")
             .count() as u64;
@@ -146,7 +147,7 @@ fn tail_follows_a_session_another_process_appends_to() {
     // Every line is the event's V3 JSON, byte for byte.
     drop(tail);
     let tail = Tail::spawn(&["--store", &url, "live", "--json", "--from", "23"]);
-    let last = writer.with_session(|session| session.events()[23].to_json());
+    let last = writer.with_session(|session| session.events().unwrap()[23].to_json());
     assert_eq!(tail.take(1), [last]);
     // Text for people: seq, UTC time, type.
     let tail = Tail::spawn(&["--store", &url, "live", "-n", "1"]);
@@ -366,7 +367,7 @@ fn assert_stored(store: &Store, id: &str, printed: &[Value]) {
     for event in printed {
         let seq = event["seq"].as_u64().expect("seq") as usize;
         assert_eq!(
-            stored.events()[seq].to_json(),
+            stored.events().unwrap()[seq].to_json(),
             event.to_string(),
             "seq {seq}"
         );

@@ -136,10 +136,10 @@ fn big_log_report_stays_bounded() {
     .expect("synthetic session");
     let dir = tempfile::tempdir().expect("temp dir");
     let log = dir.path().join("big.v3.jsonl");
-    strata_store::write_log(&log, session.header(), session.events()).expect("write log");
+    strata_store::write_log(&log, session.header(), session.events().unwrap()).expect("write log");
     let log_bytes = std::fs::metadata(&log).expect("stat").len();
     let page = report_of(&log, dir.path());
-    let n_events = session.events().len();
+    let n_events = session.events().unwrap().len();
     // Previews shrink to the budget, long text is not folded in and the turns start collapsed,
     // so a 100,000-event log gives a page of under 20 MB (about 16.5 MB today, against a
     // 30 MB log) that Chromium opens in seconds.

@@ -25,7 +25,7 @@ fn generated_bytes() -> Vec<u8> {
     let session = generate(&config()).expect("the generator produces valid logs");
     let mut bytes = Vec::new();
     encode_header_line(session.header(), &mut bytes).expect("header");
-    for event in session.events() {
+    for event in session.events().unwrap() {
         encode_event_line(event, &mut bytes);
     }
     bytes

@@ -478,7 +478,8 @@ fn an_import_killed_mid_publish_leaves_a_temp_file_the_next_import_removes() {
         })
         .expect("synthetic session");
         let log = home.path(&format!("big-{n_events}.jsonl"));
-        strata_store::write_log(&log, session.header(), session.events()).expect("write log");
+        strata_store::write_log(&log, session.header(), session.events().unwrap())
+            .expect("write log");
         let _ = std::fs::remove_dir_all(&root);
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
             .env("STRATA_HOME", home.path("home"))

@@ -59,16 +59,16 @@ fn a_lazy_session_is_metered_like_a_full_one() {
             ..SynthConfig::default()
         })
         .unwrap();
-        let rows = generated.to_raw_events();
+        let rows = generated.to_raw_events().unwrap();
         for cut in [rows.len(), rows.len() - 3, rows.len() / 2 + 5] {
             let rows = &rows[..cut];
             let header = generated.header().clone();
             let options = strata_core::SeedOptions::default();
             let cause = strata_core::CloseCause::Interrupted;
             let full =
-                Session::restore_repaired(header.clone(), rows.to_vec(), cause, options).unwrap();
+                Session::restore(header.clone(), rows.to_vec(), options.repaired(cause)).unwrap();
             let checkpoint = full.checkpoint().unwrap();
-            let stored = full.to_raw_events();
+            let stored = full.to_raw_events().unwrap();
             let lazy = Session::resume(
                 header,
                 checkpoint,
@@ -131,7 +131,7 @@ fn metering_a_lazy_session_keeps_no_payload_trees() {
         full.header().clone(),
         full.checkpoint().unwrap(),
         Vec::new(),
-        Arc::new(Rows(full.to_raw_events())),
+        Arc::new(Rows(full.to_raw_events().unwrap())),
         strata_core::SeedOptions::default(),
     )
     .unwrap();

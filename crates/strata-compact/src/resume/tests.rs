@@ -22,7 +22,7 @@ fn added(rows: Vec<RawEvent>) -> Vec<Value> {
         },
     )
     .unwrap();
-    resumed.session.events()[resumed.n_stored..]
+    resumed.session.events().unwrap()[resumed.n_stored..]
         .iter()
         .map(|event| json!({"type": event.event_type().as_str(), "data": event.data()}))
         .collect()

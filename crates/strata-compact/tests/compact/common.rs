@@ -34,6 +34,7 @@ pub fn synth(
 pub fn open_turn(session: &mut Session) -> u64 {
     let turn = session
         .events()
+        .unwrap()
         .iter()
         .rev()
         .find_map(|event| {
@@ -50,14 +51,18 @@ pub fn open_turn(session: &mut Session) -> u64 {
 }
 
 pub fn last_time(session: &Session) -> i64 {
-    session.events().last().map_or(0, |event| event.time())
+    session
+        .events()
+        .unwrap()
+        .last()
+        .map_or(0, |event| event.time())
 }
 
 /// Replays the log through the store codec and a fresh restore.
 pub fn replay(session: &Session) -> Session {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("session.v3.jsonl");
-    strata_store::write_log(&path, session.header(), session.events()).expect("write log");
+    strata_store::write_log(&path, session.header(), session.events().unwrap()).expect("write log");
     let stored = strata_store::read_log(&path).expect("read log");
     assert_eq!(stored.events.len(), session.len(), "every event read back");
     Session::restore(stored.header, stored.events, SeedOptions::default()).expect("restore")
@@ -302,7 +307,7 @@ pub fn end_step(session: &mut Session, turn: u64, step: u64) {
 
 /// The events of `session` from `from` on, by type.
 pub fn types_from(session: &Session, from: usize) -> Vec<String> {
-    session.events()[from..]
+    session.events().unwrap()[from..]
         .iter()
         .map(|event: &Arc<Event>| event.event_type().as_str().to_owned())
         .collect()
@@ -310,7 +315,7 @@ pub fn types_from(session: &Session, from: usize) -> Vec<String> {
 
 /// Raw copies of the first `n` events.
 pub fn raw_prefix(session: &Session, n: usize) -> Vec<RawEvent> {
-    session.events()[..n]
+    session.events().unwrap()[..n]
         .iter()
         .map(|event| RawEvent::from_event(event))
         .collect()

@@ -42,6 +42,7 @@ fn compacted() -> (Session, usize, Session) {
     let session = host.into_session();
     let start = session
         .events()
+        .unwrap()
         .iter()
         .position(|event| event.event_type().as_str() == "compaction/start")
         .unwrap();
@@ -51,9 +52,14 @@ fn compacted() -> (Session, usize, Session) {
 /// Writes events `..=start` and a torn half of the next line, as a kill mid-append leaves.
 fn crashed_log(dir: &std::path::Path, session: &Session, start: usize) -> std::path::PathBuf {
     let path = dir.join("session.v3.jsonl");
-    write_log(&path, session.header(), &session.events()[..=start]).unwrap();
+    write_log(
+        &path,
+        session.header(),
+        &session.events().unwrap()[..=start],
+    )
+    .unwrap();
     let mut next = Vec::new();
-    encode_event_line(&session.events()[start + 1], &mut next);
+    encode_event_line(&session.events().unwrap()[start + 1], &mut next);
     let mut file = std::fs::OpenOptions::new()
         .append(true)
         .open(&path)
@@ -90,13 +96,13 @@ fn reopening_closes_the_bracket_and_writes_no_replacement() {
         types_from(&repaired, start + 1),
         ["compaction/end", "turn/end", "session/end-seed"]
     );
-    let start_data = repaired.events()[start].data();
-    let end_data = repaired.events()[start + 1].data();
+    let start_data = repaired.events().unwrap()[start].data();
+    let end_data = repaired.events().unwrap()[start + 1].data();
     assert_eq!(end_data["compactionId"], start_data["compactionId"]);
     assert_eq!(end_data["turn"], start_data["turn"]);
     assert_eq!(end_data["error"], INTERRUPTED);
     assert_eq!(
-        repaired.events()[start + 2].data()["reason"],
+        repaired.events().unwrap()[start + 2].data()["reason"],
         json!({"kind": "interrupted"})
     );
     // No replacement: the surface and messages are those before the attempt.
@@ -138,7 +144,7 @@ fn a_manual_bracket_closes_with_a_null_turn() {
         ["compaction/end", "session/end-seed"]
     );
     assert_eq!(
-        resumed.session.events()[first + 1].data()["turn"],
+        resumed.session.events().unwrap()[first + 1].data()["turn"],
         json!(null)
     );
 }
@@ -164,7 +170,7 @@ fn store_open_write_closes_the_bracket_before_the_turn() {
     assert_eq!(added, ["compaction/end", "turn/end", "session/end-seed"]);
     let closer = &writer.added_on_open()[0];
     assert_eq!(closer.data()["error"], json!(INTERRUPTED));
-    let started = &session.events()[start];
+    let started = &session.events().unwrap()[start];
     assert_eq!(
         closer.data()["compactionId"],
         started.data()["compactionId"]
@@ -255,7 +261,7 @@ fn a_streamed_resume_equals_the_resume_of_all_rows() {
     let mut resumed = Vec::new();
     for cut in cuts {
         let path = dir.path().join(format!("cut-{cut}.v3.jsonl"));
-        write_log(&path, session.header(), &session.events()[..cut]).unwrap();
+        write_log(&path, session.header(), &session.events().unwrap()[..cut]).unwrap();
         let stored = read_log(&path).unwrap();
         let options = SeedOptions {
             marker_time: 7,
@@ -268,6 +274,7 @@ fn a_streamed_resume_equals_the_resume_of_all_rows() {
         let lines = |session: &Session| -> Vec<Vec<u8>> {
             session
                 .events()
+                .unwrap()
                 .iter()
                 .map(|event| {
                     let mut line = Vec::new();

@@ -31,7 +31,7 @@ fn failed_attempt<S: Summarizer>(config: CompactionConfig, summarizer: &S) -> St
         panic!("expected a failed attempt, got {outcome:?}");
     };
     // The attempt is on record: start and end with the same id and owner, end with the error.
-    let written = &session.events()[first..];
+    let written = &session.events().unwrap()[first..];
     assert_eq!(written.len(), 2);
     assert_eq!(written[0].event_type().as_str(), "compaction/start");
     assert_eq!(written[1].event_type().as_str(), "compaction/end");

@@ -173,6 +173,7 @@ fn incremental_measurement_equals_a_fresh_replay() {
     let mut incremental = TokenMeter::new();
     let raws: Vec<_> = session
         .events()
+        .unwrap()
         .iter()
         .map(|e| strata_core::RawEvent::from_event(e))
         .collect();

@@ -58,7 +58,7 @@ fn compact_and_check(
     session
         .append_batch(batch.candidates, last_time(session))
         .expect("the core accepts every batch the compactor builds");
-    let types: Vec<&str> = session.events()[first..]
+    let types: Vec<&str> = session.events().unwrap()[first..]
         .iter()
         .map(|e| e.event_type().as_str())
         .collect();
@@ -77,7 +77,10 @@ fn compact_and_check(
                     "compaction/end"
                 ]
             );
-            assert!(session.events()[first + 3].data().get("error").is_none());
+            assert!(session.events().unwrap()[first + 3]
+                .data()
+                .get("error")
+                .is_none());
             assert_eq!(n_shadowed, region.end_index - region.start_index + 1);
             // The checkpoint takes exactly the span's place on the surface…
             let mut expected_nodes = old_nodes[..region.start_index].to_vec();
@@ -91,7 +94,7 @@ fn compact_and_check(
             expected.extend(project(session, &old_nodes[region.end_index + 1..]));
             assert_eq!(messages(session), expected);
             // It cites its bracket, its summary and every shadowed node.
-            let cited = session.events()[first + 2]
+            let cited = session.events().unwrap()[first + 2]
                 .sources()
                 .expect("sources")
                 .to_vec();
@@ -103,7 +106,10 @@ fn compact_and_check(
         }
         CompactionOutcome::Failed { error } => {
             assert_eq!(types, ["compaction/start", "compaction/end"]);
-            assert_eq!(session.events()[first + 1].data()["error"], error.as_str());
+            assert_eq!(
+                session.events().unwrap()[first + 1].data()["error"],
+                error.as_str()
+            );
             assert_eq!(session.surface().nodes(), old_nodes.as_slice());
             assert_eq!(messages(session), old_messages);
             false

@@ -19,6 +19,7 @@ fn an_oversized_result_is_rewritten_in_place_with_an_audit_event() {
     let time = last_time(&session);
     let call = session
         .events()
+        .unwrap()
         .iter()
         .find(|e| e.event_type().as_str() == "tool/call" && e.data()["callId"] == "big")
         .unwrap()
@@ -57,7 +58,7 @@ fn an_oversized_result_is_rewritten_in_place_with_an_audit_event() {
     let first = session.len();
     session.append_batch(plan.candidates, time).unwrap();
 
-    let trace = &session.events()[first];
+    let trace = &session.events().unwrap()[first];
     assert_eq!(trace.event_type().as_str(), "compaction/prune");
     assert_eq!(
         trace.data()["shadowedRange"],
@@ -68,7 +69,7 @@ fn an_oversized_result_is_rewritten_in_place_with_an_audit_event() {
         trace.data()["shadowedTokenCount"],
         json!(plan.results[0].tokens_before)
     );
-    let rewritten = &session.events()[first + 1];
+    let rewritten = &session.events().unwrap()[first + 1];
     assert_eq!(rewritten.sources().unwrap(), &[big.seq()]);
     // Every field but the inner content is the original's.
     let mut original = big.data().clone();
@@ -120,7 +121,7 @@ fn a_pruned_result_keeps_a_lone_surrogate_in_its_head() {
     let generated = synth(600, 3, 0, 0.0, 5_000);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("session.v3.jsonl");
-    strata_store::write_log(&path, generated.header(), generated.events()).unwrap();
+    strata_store::write_log(&path, generated.header(), generated.events().unwrap()).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
     let mut edited = false;
     let lines: Vec<String> = text
@@ -145,7 +146,7 @@ fn a_pruned_result_keeps_a_lone_surrogate_in_its_head() {
     let time = last_time(&session);
     session.append_batch(plan.candidates, time).unwrap();
     let mut written = Vec::new();
-    for event in &session.events()[first..] {
+    for event in &session.events().unwrap()[first..] {
         strata_format::encode_event_line(event, &mut written);
     }
     let written = String::from_utf8(written).unwrap();

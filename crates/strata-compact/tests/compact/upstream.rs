@@ -35,6 +35,7 @@ fn generated_logs_with_compactions_and_prunes_are_accepted() {
         .expect("the generator produces valid logs");
         let types: Vec<&str> = session
             .events()
+            .unwrap()
             .iter()
             .map(|event| event.event_type().as_str())
             .collect();
@@ -64,7 +65,7 @@ fn the_store_synth_turns_cut_anywhere_and_repaired_are_accepted() {
             .append_batch(turn_candidates(turn, first_seq, 40), 1)
             .unwrap();
     }
-    let rows = session.to_raw_events();
+    let rows = session.to_raw_events().unwrap();
     let repaired: Vec<(String, Session)> = (1..=rows.len())
         .map(|cut| {
             let resumed =
@@ -100,7 +101,7 @@ fn forks_at_every_seq_are_accepted() {
     for at in 0..parent.len() as u64 {
         let any = fork_session(&parent, "child", Some(at), ForkMode::AnyPrefix, 1)
             .expect("an any-prefix fork takes any seq");
-        for event in any.own_events() {
+        for event in any.own_events().unwrap() {
             if event.data()["error"]["code"] == "TOOL_NOT_STARTED" {
                 n_not_started += 1;
                 let message = &event.data()["message"];
@@ -181,7 +182,7 @@ fn pruning_lands_only_inside_an_open_turn() {
         };
         let mut after_turn = Session::create_with(finished.header().clone(), options).unwrap();
         after_turn
-            .extend_restored(finished.to_raw_events())
+            .extend_restored(finished.to_raw_events().unwrap())
             .unwrap();
         after_turn.append_batch(plan.candidates, 0).unwrap();
         let path = write_log("prune-after-turn-end", &after_turn).unwrap();

@@ -169,6 +169,7 @@ fn from_session(name: &str, session: &Session) -> Result<Base, String> {
     let header = serde_json::from_slice(&bytes).map_err(|error| error.to_string())?;
     let rows = session
         .events()
+        .unwrap()
         .iter()
         .map(|event| {
             let mut line = Vec::new();

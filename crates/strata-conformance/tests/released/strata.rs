@@ -27,9 +27,8 @@ pub enum StrataVerdict {
 
 /// strata's verdict on the log at `path`.
 pub fn verdict(path: &Path) -> StrataVerdict {
-    let restored = scan_log(path).and_then(|mut stream| {
-        restore_stream(&mut stream, None, SeedOptions::default()).map(|_| ())
-    });
+    let restored = scan_log(path)
+        .and_then(|mut stream| restore_stream(&mut stream, SeedOptions::default()).map(|_| ()));
     match restored {
         Ok(()) => StrataVerdict::Accepted,
         Err(error) => refusal(error),

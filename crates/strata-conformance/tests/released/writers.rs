@@ -106,7 +106,7 @@ impl Out<'_> {
 fn write_session(file: &Path, session: &Session) -> Result<(), String> {
     let mut bytes = Vec::new();
     encode_header_line(session.header(), &mut bytes).map_err(|error| error.to_string())?;
-    for event in session.events() {
+    for event in session.events().unwrap() {
         encode_event_line(event, &mut bytes);
     }
     if let Some(dir) = file.parent() {
@@ -151,6 +151,7 @@ fn synth(
 fn open_turn(session: &mut Session) -> Result<(), String> {
     let turn = session
         .events()
+        .unwrap()
         .iter()
         .rev()
         .find_map(|event| {
@@ -159,7 +160,11 @@ fn open_turn(session: &mut Session) -> Result<(), String> {
         .flatten()
         .unwrap_or(0)
         + 1;
-    let time = session.events().last().map_or(0, |event| event.time());
+    let time = session
+        .events()
+        .unwrap()
+        .last()
+        .map_or(0, |event| event.time());
     session
         .append(Candidate::log_only(payload::TurnStart { turn }), time)
         .map(|_| ())
@@ -389,7 +394,11 @@ fn compactions(out: &mut Out<'_>) {
             let plan = pruner
                 .plan_in_turn(&session)
                 .map_err(|error| error.to_string())?;
-            let time = session.events().last().map_or(0, |event| event.time());
+            let time = session
+                .events()
+                .unwrap()
+                .last()
+                .map_or(0, |event| event.time());
             session
                 .append_batch(plan.candidates, time)
                 .map_err(|error| error.to_string())?;
@@ -541,7 +550,7 @@ fn crash_repair(out: &mut Out<'_>) {
             out,
             "synth seed 21",
             session.header(),
-            &session.to_raw_events(),
+            &session.to_raw_events().unwrap(),
         );
     }
 }

@@ -91,11 +91,10 @@ fn messages_without_tools_pass() {
 #[test]
 fn a_repaired_open_call_passes() {
     let open = session(&["c1"], &[], &[]);
-    let repaired = Session::restore_repaired(
+    let repaired = Session::restore(
         open.header().clone(),
-        open.to_raw_events().into_iter().take(5),
-        crate::CloseCause::Interrupted,
-        SeedOptions::default(),
+        open.to_raw_events().unwrap().into_iter().take(5),
+        SeedOptions::default().repaired(crate::CloseCause::Interrupted),
     )
     .unwrap();
     assert_eq!(check(&repaired), Ok(()));

@@ -41,7 +41,7 @@ strata_testkit::proptest! {
             ..SynthConfig::default()
         })
         .unwrap();
-        let events = session.events();
+        let events = session.events().unwrap();
         let end = ((events.len() as f64 * cut) as usize).min(events.len());
         let prefix = &events[..end];
         let cause = if forked { CloseCause::Forked } else { CloseCause::Interrupted };
@@ -62,7 +62,7 @@ fn a_cut_inside_a_compaction_bracket_closes_it_before_the_turn() {
         ..SynthConfig::default()
     })
     .unwrap();
-    let events = session.events();
+    let events = session.events().unwrap();
     let start = events
         .iter()
         .position(|event| is_compaction_start(event))
@@ -99,7 +99,7 @@ fn the_closers_of_a_loaded_log_leave_its_payloads_unparsed() {
     })
     .unwrap();
     let before = parsed_seqs(&session);
-    let events = session.events();
+    let events = session.events().unwrap();
     // Cut inside a turn, so there is something to close.
     let inside = events
         .iter()

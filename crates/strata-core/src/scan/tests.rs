@@ -86,6 +86,7 @@ fn synth_lines(content_bytes: usize) -> &'static [String] {
                 .unwrap();
                 let lines = session
                     .events()
+                    .unwrap()
                     .iter()
                     .map(|event| event.to_json())
                     .collect();

@@ -16,7 +16,7 @@ fn counts_add_up_and_standing_matches_the_surface() {
         ..SynthConfig::default()
     })
     .unwrap();
-    let stats = log_stats(session.events()).unwrap();
+    let stats = log_stats(session.events().unwrap()).unwrap();
     assert_eq!(stats.n_events, session.len() as u64);
     assert_eq!(
         stats.counts.iter().map(|(_, n)| n).sum::<u64>(),
@@ -56,7 +56,7 @@ fn places_usage_and_an_open_turn() {
         SeedOptions::default(),
     )
     .unwrap();
-    let stats = log_stats(&session.events()[..9]).unwrap();
+    let stats = log_stats(&session.events().unwrap()[..9]).unwrap();
     assert_eq!((stats.n_turns, stats.n_steps), (2, 2));
     assert_eq!(stats.open_turn, Some(2));
     assert_eq!(
@@ -93,7 +93,7 @@ fn counting_leaves_every_payload_unparsed() {
     // The restore parses what it reads whole (request headers, say); that is all.
     let before = parsed_seqs(&session);
     assert!(before.len() < session.len() / 4, "{} parsed", before.len());
-    let stats = log_stats(session.events()).unwrap();
+    let stats = log_stats(session.events().unwrap()).unwrap();
     assert!(!stats.usage.is_empty() && stats.n_steps > 0);
     // A parsed payload stays in its event for the event's life: over a whole log that was
     // gigabytes of trees nobody asked for.
@@ -159,7 +159,7 @@ strata_testkit::proptest! {
             SeedOptions::default(),
         )
         .unwrap();
-        let stats = log_stats(&session.events()[..lines.len()]).unwrap();
+        let stats = log_stats(&session.events().unwrap()[..lines.len()]).unwrap();
         proptest::prop_assert_eq!(stats.usage, expected);
         proptest::prop_assert_eq!(stats.n_steps, steps.len() as u64);
         proptest::prop_assert_eq!(stats.places.last().map(|place| place.turn), Some(Some(1)));
@@ -187,7 +187,7 @@ strata_testkit::proptest! {
             ..SynthConfig::default()
         })
         .unwrap();
-        let events = session.events();
+        let events = session.events().unwrap();
         let prefix = &events[..((events.len() as f64 * cut) as usize).min(events.len())];
         let generation = session.generation();
         let replayed = crate::session::fold_accepted(prefix).unwrap();
@@ -211,7 +211,7 @@ fn fold_accepted_refuses_events_out_of_their_places() {
         ..SynthConfig::default()
     })
     .unwrap();
-    let events = session.events();
+    let events = session.events().unwrap();
     // A log cut from a replacement on, and one with two events swapped.
     let replace = events
         .iter()

@@ -15,7 +15,7 @@ fn verifier_agrees_with_a_full_restore_and_holds_only_the_surface() {
     })
     .unwrap();
     let header = generated.header().clone();
-    let rows = generated.to_raw_events();
+    let rows = generated.to_raw_events().unwrap();
     let session = Session::restore(header.clone(), rows.clone(), SeedOptions::default()).unwrap();
     let mut verifier = Verifier::new(header);
     for row in rows {

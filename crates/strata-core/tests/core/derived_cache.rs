@@ -14,7 +14,7 @@ use crate::harness::{candidate, header, live, parse_json, rows, scratch_messages
 fn replayed_messages(session: &Session) -> Vec<serde_json::Value> {
     let replay = Session::restore(
         header("replay"),
-        session.to_raw_events(),
+        session.to_raw_events().unwrap(),
         crate::harness::SURFACE_ONLY,
     )
     .unwrap();
@@ -100,11 +100,16 @@ fn derived_cache_snapshots_share_the_events_messages() {
     let second = session.derive_messages();
     for index in 0..2 {
         assert!(Arc::ptr_eq(first[index].event(), second[index].event()));
-        assert!(Arc::ptr_eq(first[index].event(), &session.events()[index]));
+        assert!(Arc::ptr_eq(
+            first[index].event(),
+            &session.events().unwrap()[index]
+        ));
     }
-    let user_content = session.events()[0].data()["content"].as_array().unwrap();
+    let user_content = session.events().unwrap()[0].data()["content"]
+        .as_array()
+        .unwrap();
     assert!(std::ptr::eq(first[0].content(), user_content.as_slice()));
-    let assistant_content = session.events()[1].data()["message"]["content"]
+    let assistant_content = session.events().unwrap()[1].data()["message"]["content"]
         .as_array()
         .unwrap();
     assert!(std::ptr::eq(

@@ -99,8 +99,8 @@ fn fork_08_boundary_must_match_a_contiguous_seq() {
         "corrupt-parent",
         &rows(&"{\"$\":\"TS\"}\n{\"$\":\"TE\"}\n".repeat(50)),
     );
-    let mut events: Vec<Arc<Event>> = source.events()[..2].to_vec();
-    events.push(source.events()[99].clone());
+    let mut events: Vec<Arc<Event>> = source.events().unwrap()[..2].to_vec();
+    events.push(source.events().unwrap()[99].clone());
     let error = closed_turn_seed("corrupt-parent", &events, Some(2))
         .err()
         .unwrap();

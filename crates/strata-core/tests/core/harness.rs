@@ -567,6 +567,7 @@ impl Snapshot {
         Snapshot {
             events: session
                 .events()
+                .unwrap()
                 .iter()
                 .map(|event| event.to_json())
                 .collect(),
@@ -597,11 +598,11 @@ pub fn scratch_messages(session: &Session) -> Vec<Message> {
 
 /// Asserts the invariants every accepted session must satisfy.
 pub fn assert_consistent(session: &Session) {
-    for (index, event) in session.events().iter().enumerate() {
+    for (index, event) in session.events().unwrap().iter().enumerate() {
         assert_eq!(event.seq().get(), index as u64, "seq equals index");
     }
     // Incremental surface == offline fold.
-    let fold = fold_surface(session.to_raw_events())
+    let fold = fold_surface(session.to_raw_events().unwrap())
         .unwrap_or_else(|error| panic!("fold of an accepted log failed: {error}"));
     assert_eq!(fold.nodes, session.surface().nodes(), "fold nodes");
     assert_eq!(
@@ -616,7 +617,12 @@ pub fn assert_consistent(session: &Session) {
         "derived messages equal a from-scratch projection"
     );
     // Write → read → restore → write is byte-identical.
-    let lines: Vec<String> = session.events().iter().map(|e| e.to_json()).collect();
+    let lines: Vec<String> = session
+        .events()
+        .unwrap()
+        .iter()
+        .map(|e| e.to_json())
+        .collect();
     let reread: Vec<RawEvent> = lines
         .iter()
         .map(|line| RawEvent::from_json_str(line).expect("written line parses"))
@@ -633,7 +639,7 @@ pub fn assert_consistent(session: &Session) {
                 lines.join("\n")
             )
         });
-    for (line, event) in lines.iter().zip(restored.events()) {
+    for (line, event) in lines.iter().zip(restored.events().unwrap()) {
         assert_eq!(line, &event.to_json(), "round trip is byte-identical");
     }
     assert_eq!(restored.surface().nodes(), session.surface().nodes());
@@ -688,7 +694,7 @@ fn render_session(session: &Session, show_events: bool) -> String {
         let _ = write!(text, " header {}", header);
     }
     if show_events {
-        for event in session.events() {
+        for event in session.events().unwrap() {
             let _ = write!(text, "\n  {}", event.to_json());
         }
     }
@@ -763,8 +769,7 @@ fn run_path(path: Path, rows: &[String], show_events: bool, options: SeedOptions
                 .into_iter()
                 .enumerate()
                 .map(|(index, raw)| PrecheckedRow::check(generation, index as u64, raw));
-            let ahead = match Session::restore_prechecked(header.clone(), prechecked, options, None)
-            {
+            let ahead = match Session::restore(header.clone(), prechecked, options) {
                 Ok(session) => render_session(&session, show_events),
                 Err(error) => render_error(&error),
             };
@@ -780,7 +785,7 @@ fn run_path(path: Path, rows: &[String], show_events: bool, options: SeedOptions
                 let row = ScannedRow::scan_in(row, Some(&arena)).expect("row is JSON");
                 PrecheckedRow::check_scanned(generation, index as u64, row)
             });
-            let decoded = match Session::restore_prechecked(header, scanned, options, None) {
+            let decoded = match Session::restore(header, scanned, options) {
                 Ok(session) => render_session(&session, show_events),
                 Err(error) => render_error(&error),
             };
@@ -913,11 +918,11 @@ fn run_repair(rows: &[String]) -> String {
     let mut text = String::new();
     for cause in [CloseCause::Interrupted, CloseCause::Forked] {
         let mut session = live("repair", rows);
-        let planned = open_turn_closers(session.events(), cause);
+        let planned = open_turn_closers(session.events().unwrap(), cause);
         if cause == CloseCause::Interrupted {
             assert_eq!(
                 planned,
-                strata_core::interrupted_turn_closers(session.events()),
+                strata_core::interrupted_turn_closers(session.events().unwrap()),
                 "interrupted_turn_closers is open_turn_closers(Interrupted)"
             );
         }
@@ -928,7 +933,7 @@ fn run_repair(rows: &[String]) -> String {
             .unwrap_or_else(|error| panic!("closers rejected: {}", render_error(&error)));
         assert_eq!(closers.len(), planned.candidates.len());
         // A closed log needs no further closers, and stays consistent.
-        assert!(open_turn_closers(session.events(), cause).is_empty());
+        assert!(open_turn_closers(session.events().unwrap(), cause).is_empty());
         assert_consistent(&session);
         if !text.is_empty() {
             text.push('\n');
@@ -977,13 +982,18 @@ fn run_fork(rows: &[String], source_id: &str, spec: &str) -> String {
     assert_consistent(&child);
     let inherited = child.inherited_count() as usize;
     // The inherited prefix is the parent's, byte for byte.
-    for (parent, copy) in source.events().iter().zip(&child.events()[..inherited]) {
+    for (parent, copy) in source
+        .events()
+        .unwrap()
+        .iter()
+        .zip(&child.events().unwrap()[..inherited])
+    {
         assert_eq!(parent.to_json(), copy.to_json(), "inherited event differs");
     }
     // The child's stored log restores to the same session.
     let restored = Session::restore(
         child.header().clone(),
-        child.to_raw_events(),
+        child.to_raw_events().unwrap(),
         SeedOptions {
             surface_only: child.is_surface_only(),
             ..SeedOptions::default()
@@ -993,8 +1003,12 @@ fn run_fork(rows: &[String], source_id: &str, spec: &str) -> String {
     assert_eq!(restored.inherited_count(), child.inherited_count());
     assert_eq!(restored.surface().nodes(), child.surface().nodes());
     // Reopening adds a plain marker unless the child ends in one (§9.1 step 4).
-    let ends_in_marker =
-        child.events().last().map(|e| e.event_type().as_str()) == Some("session/end-seed");
+    let ends_in_marker = child
+        .events()
+        .unwrap()
+        .last()
+        .map(|e| e.event_type().as_str())
+        == Some("session/end-seed");
     assert_eq!(restored.len(), child.len() + usize::from(!ends_in_marker));
     let header = Value::Object(child.header().fields().clone());
     let mut text = format!(
@@ -1003,7 +1017,7 @@ fn run_fork(rows: &[String], source_id: &str, spec: &str) -> String {
         child.first_live_seq(),
         header
     );
-    for event in &child.events()[inherited..] {
+    for event in &child.events().unwrap()[inherited..] {
         let _ = write!(text, "\n  {}", event.to_json());
     }
     let _ = write!(
@@ -1038,6 +1052,7 @@ pub const SURFACE_ONLY: SeedOptions = SeedOptions {
     marker_time: 0,
     surface_only: true,
     defer_marker: false,
+    repair: None,
 };
 
 /// A fresh surface-only session (see [`SURFACE_ONLY`]).

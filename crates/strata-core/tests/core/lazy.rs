@@ -63,6 +63,7 @@ fn options(relational: bool) -> SeedOptions {
         marker_time: 77,
         surface_only: !relational,
         defer_marker: false,
+        repair: None,
     }
 }
 
@@ -74,7 +75,7 @@ fn restore(
 ) -> Result<Session, AcceptError> {
     let options = options(relational);
     match repair {
-        Some(cause) => Session::restore_repaired(header.clone(), rows.to_vec(), cause, options),
+        Some(cause) => Session::restore(header.clone(), rows.to_vec(), options.repaired(cause)),
         None => Session::restore(header.clone(), rows.to_vec(), options),
     }
 }
@@ -91,9 +92,13 @@ fn resume(
     let source = Rows::new(rows.to_vec());
     let tail = rows[n_covered..].to_vec();
     match repair {
-        Some(cause) => {
-            Session::resume_repaired(header.clone(), checkpoint, tail, source, cause, options)
-        }
+        Some(cause) => Session::resume(
+            header.clone(),
+            checkpoint,
+            tail,
+            source,
+            options.repaired(cause),
+        ),
         None => Session::resume(header.clone(), checkpoint, tail, source, options),
     }
 }
@@ -130,7 +135,7 @@ fn assert_same_session(full: &Session, lazy: &Session) {
     assert_eq!(full.first_live_seq(), lazy.first_live_seq());
     let base = usize::try_from(lazy.resident_base()).unwrap();
     assert_eq!(
-        jsons(&full.events()[base..]),
+        jsons(&full.events().unwrap()[base..]),
         jsons(lazy.resident_events()),
         "resident tail"
     );
@@ -138,7 +143,7 @@ fn assert_same_session(full: &Session, lazy: &Session) {
         full.last_event().map(|event| event.to_json()),
         lazy.last_event().map(|event| event.to_json())
     );
-    for event in full.events() {
+    for event in full.events().unwrap() {
         let event_type = event.event_type();
         assert_eq!(
             full.latest(event_type).map(|event| event.to_json()),
@@ -162,15 +167,15 @@ fn assert_same_session(full: &Session, lazy: &Session) {
         );
         assert_eq!(
             full.open_turn_closers(cause),
-            strata_core::open_turn_closers(full.events(), cause),
+            strata_core::open_turn_closers(full.events().unwrap(), cause),
             "the session's closers equal a scan of the whole log"
         );
     }
     assert_eq!(full.checkpoint(), lazy.checkpoint(), "checkpoint");
     // Materializing the lazy log gives the full one (and it then follows appends).
     assert_eq!(
-        jsons(full.events()),
-        jsons(lazy.events()),
+        jsons(full.events().unwrap()),
+        jsons(lazy.events().unwrap()),
         "materialized log"
     );
 }
@@ -337,7 +342,7 @@ fn lazy_resume_equals_full_restore_on_synthetic_sessions() {
     )| {
         let generated = generate(&config).unwrap();
         let header = generated.header().clone();
-        let all: Vec<RawEvent> = generated.to_raw_events();
+        let all: Vec<RawEvent> = generated.to_raw_events().unwrap();
         let cut = cut % (all.len() + 1);
         let rows = &all[..cut];
         let split = split % (cut + 1);
@@ -347,7 +352,7 @@ fn lazy_resume_equals_full_restore_on_synthetic_sessions() {
         assert_same_outcome(&full, &lazy);
         let (full, lazy) = (full.unwrap(), lazy.unwrap());
         // The lazy session checkpoints like the full one; resuming from that is the same again.
-        let stored = full.to_raw_events();
+        let stored = full.to_raw_events().unwrap();
         let again = resume(&header, lazy.checkpoint().unwrap(), &stored, None, true);
         let reloaded = restore(&header, &stored, None, true);
         assert_same_outcome(&reloaded, &again);
@@ -368,7 +373,7 @@ fn lazy_resume_loads_only_what_the_checkpoint_names() {
         ..SynthConfig::default()
     })
     .unwrap();
-    let rows = generated.to_raw_events();
+    let rows = generated.to_raw_events().unwrap();
     let checkpoint = generated.checkpoint().unwrap();
     let expected = checkpoint.pinned_seqs().len();
     assert!(expected < generated.surface().len() + 30);
@@ -387,7 +392,7 @@ fn lazy_resume_loads_only_what_the_checkpoint_names() {
     assert_eq!(lazy.resident_base(), rows.len() as u64);
     // Any event can still be fetched, and passes the rules again.
     let first = lazy.load_event(Seq::ZERO).unwrap().unwrap();
-    assert_eq!(first.to_json(), generated.events()[0].to_json());
+    assert_eq!(first.to_json(), generated.events().unwrap()[0].to_json());
     assert!(lazy.event(Seq::ZERO).is_none() || generated.surface().nodes().contains(&Seq::ZERO));
     assert!(lazy.load_event(lazy.next_seq()).unwrap().is_none());
 }
@@ -398,7 +403,7 @@ fn small_session() -> (Session, Vec<RawEvent>) {
         ..SynthConfig::default()
     })
     .unwrap();
-    let rows = generated.to_raw_events();
+    let rows = generated.to_raw_events().unwrap();
     (generated, rows)
 }
 
@@ -533,7 +538,7 @@ fn title(messages: &[u64]) -> Candidate {
 
 /// The seqs of `session`'s human `user/message` events, and of every other event.
 fn human_and_other_seqs(session: &Session) -> (Vec<u64>, Vec<u64>) {
-    let (humans, others): (Vec<_>, Vec<_>) = session.events().iter().partition(|event| {
+    let (humans, others): (Vec<_>, Vec<_>) = session.events().unwrap().iter().partition(|event| {
         *event.event_type() == EventType::UserMessage
             && event.data()["source"]["kind"] == json!("user")
     });
@@ -553,7 +558,7 @@ fn lazy_titles_cite_messages_below_the_checkpoint_as_a_full_session_decides() {
         ..SynthConfig::default()
     })
     .unwrap();
-    let rows = generated.to_raw_events();
+    let rows = generated.to_raw_events().unwrap();
     let header = generated.header().clone();
     let checkpoint = prefix_checkpoint(&header, &rows, true).expect("a valid live log");
     let relations = checkpoint.relations.as_ref().expect("relational state");
@@ -586,7 +591,7 @@ fn a_lazy_title_the_source_cannot_check_is_refused_and_changes_nothing() {
         ..SynthConfig::default()
     })
     .unwrap();
-    let rows = generated.to_raw_events();
+    let rows = generated.to_raw_events().unwrap();
     let header = generated.header().clone();
     let checkpoint = prefix_checkpoint(&header, &rows, true).expect("a valid live log");
     let (humans, _) = human_and_other_seqs(&generated);

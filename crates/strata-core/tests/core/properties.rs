@@ -647,10 +647,10 @@ fn properties_write_read_restore_round_trip_is_byte_identical() {
     strata_testkit::proptest!(config(64), |(script in script(40))| {
         let model = Model::build(&script);
         let session = appended(&model.rows);
-        let lines: Vec<String> = session.events().iter().map(|event| event.to_json()).collect();
+        let lines: Vec<String> = session.events().unwrap().iter().map(|event| event.to_json()).collect();
         let reread: Vec<RawEvent> = lines.iter().map(|line| RawEvent::from_json_str(line).unwrap()).collect();
         let restored = Session::restore(session.header().clone(), reread, crate::harness::SURFACE_ONLY).unwrap();
-        for (line, event) in lines.iter().zip(restored.events()) {
+        for (line, event) in lines.iter().zip(restored.events().unwrap()) {
             prop_assert_eq!(line, &event.to_json());
         }
         prop_assert_eq!(restored.len(), lines.len() + 1, "restore adds one end-seed marker");
@@ -701,7 +701,7 @@ fn properties_01_02_06_deterministic_dense_and_well_roled() {
         let before = Snapshot::of(&session);
         prop_assert_eq!(derived(&session), derived(&session));
         prop_assert_eq!(derived(&session), derived(&other));
-        for (index, event) in session.events().iter().enumerate() {
+        for (index, event) in session.events().unwrap().iter().enumerate() {
             prop_assert_eq!(event.seq().get(), index as u64);
         }
         prop_assert_eq!(session.next_seq().get(), session.len() as u64);
@@ -719,11 +719,11 @@ fn properties_03_04_seed_replay_reproduces_and_is_idempotent() {
     strata_testkit::proptest!(config(48), |(script in script(25))| {
         let model = Model::build(&script);
         let original = appended(&model.rows);
-        let replay = Session::create_seeded(header("replay"), original.to_raw_events(), None, crate::harness::SURFACE_ONLY).unwrap();
+        let replay = Session::create_seeded(header("replay"), original.to_raw_events().unwrap(), None, crate::harness::SURFACE_ONLY).unwrap();
         prop_assert_eq!(derived(&replay), derived(&original));
         prop_assert_eq!(replay.len(), original.len() + 1);
-        prop_assert_eq!(replay.events().last().unwrap().event_type(), &EventType::SessionEndSeed);
-        let again = Session::create_seeded(header("again"), replay.to_raw_events(), None, crate::harness::SURFACE_ONLY).unwrap();
+        prop_assert_eq!(replay.events().unwrap().last().unwrap().event_type(), &EventType::SessionEndSeed);
+        let again = Session::create_seeded(header("again"), replay.to_raw_events().unwrap(), None, crate::harness::SURFACE_ONLY).unwrap();
         prop_assert_eq!(again.len(), replay.len());
         prop_assert_eq!(derived(&again), derived(&original));
     });
@@ -823,28 +823,28 @@ fn properties_repair_and_fork_at_any_cut_are_valid() {
         let cut = cut % model.rows.len();
         let prefix = &model.rows[..=cut];
         for cause in [CloseCause::Interrupted, CloseCause::Forked] {
-            let repaired = Session::restore_repaired(header("r"), raws(prefix), cause, crate::harness::SURFACE_ONLY).unwrap();
+            let repaired = Session::restore(header("r"), raws(prefix), crate::harness::SURFACE_ONLY.repaired(cause)).unwrap();
             assert_consistent(&repaired);
             // Rows checked ahead (as a store's decoding threads do) repair the same way.
             let ahead = raws(prefix)
                 .into_iter()
                 .enumerate()
                 .map(|(index, raw)| strata_core::ingest::PrecheckedRow::check(Generation::NATIVE, index as u64, raw));
-            let ahead = Session::restore_prechecked(header("r"), ahead, crate::harness::SURFACE_ONLY, Some(cause)).unwrap();
-            prop_assert_eq!(ahead.events(), repaired.events());
+            let ahead = Session::restore(header("r"), ahead, crate::harness::SURFACE_ONLY.repaired(cause)).unwrap();
+            prop_assert_eq!(ahead.events().unwrap(), repaired.events().unwrap());
             prop_assert_eq!(ahead.surface(), repaired.surface());
-            prop_assert!(open_turn_closers(repaired.events(), cause).is_empty());
-            let again = Session::restore_repaired(header("r"), repaired.to_raw_events(), cause, crate::harness::SURFACE_ONLY).unwrap();
+            prop_assert!(open_turn_closers(repaired.events().unwrap(), cause).is_empty());
+            let again = Session::restore(header("r"), repaired.to_raw_events().unwrap(), crate::harness::SURFACE_ONLY.repaired(cause)).unwrap();
             prop_assert_eq!(again.len(), repaired.len());
         }
         let parent = appended(&model.rows);
         let any = fork_session(&parent, "child", Some(cut as u64), ForkMode::AnyPrefix, 0).unwrap();
         assert_consistent(&any);
         prop_assert_eq!(any.inherited_count(), cut as u64 + 1);
-        for (a, b) in parent.events()[..=cut].iter().zip(any.events()) {
+        for (a, b) in parent.events().unwrap()[..=cut].iter().zip(any.events().unwrap()) {
             prop_assert_eq!(a.to_json(), b.to_json());
         }
-        prop_assert!(open_turn_closers(any.events(), CloseCause::Forked).is_empty());
+        prop_assert!(open_turn_closers(any.events().unwrap(), CloseCause::Forked).is_empty());
         match fork_session(&parent, "child", Some(cut as u64), ForkMode::ClosedTurn, 0) {
             Ok(closed) => {
                 assert_consistent(&closed);

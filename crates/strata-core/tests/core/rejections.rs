@@ -352,7 +352,12 @@ fn rejections_v0_number_and_metadata_semantics() {
         Generation::V0,
     )
     .unwrap();
-    let restored = Session::restore(seeded, Vec::new(), crate::harness::SURFACE_ONLY).unwrap();
+    let restored = Session::restore(
+        seeded,
+        Vec::<strata_core::RawEvent>::new(),
+        crate::harness::SURFACE_ONLY,
+    )
+    .unwrap();
     assert_eq!(restored.inherited_count(), 0);
     let relative = SessionHeader::from_value(
         json!({"version": 0, "id": "old", "createdAt": 0, "cwd": "rel"}),

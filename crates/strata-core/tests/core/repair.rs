@@ -2,7 +2,7 @@
 //! `forked` cause serves strata's any-prefix fork, §9.3).
 //!
 //! Data cases in `data/repair.txt` render the closers of both causes. Below:
-//! `Session::restore_repaired`, which stores use on resume.
+//! `Session::restore` with `SeedOptions::repair`, which stores use on resume.
 
 use strata_core::{CloseCause, EventType, SeedOptions, Session};
 
@@ -41,7 +41,7 @@ data_tests! { "repair";
 // the end-seed marker; the closers belong to the constructor seed, so
 // first_live_seq counts them; reopening the repaired log adds nothing.
 #[test]
-fn repair_restore_repaired_closes_then_marks() {
+fn repair_restore_with_repair_closes_then_marks() {
     let log = rows(
         r#"
 {"$":"TS"}
@@ -49,17 +49,17 @@ fn repair_restore_repaired_closes_then_marks() {
 {"$":"A","$calls":["c1"],"time":4}
 "#,
     );
-    let session = Session::restore_repaired(
+    let session = Session::restore(
         header("s"),
         raw_events(&log),
-        CloseCause::Interrupted,
         SeedOptions {
             marker_time: 99,
             ..crate::harness::SURFACE_ONLY
-        },
+        }
+        .repaired(CloseCause::Interrupted),
     )
     .unwrap();
-    let types: Vec<&str> = session.events()[3..]
+    let types: Vec<&str> = session.events().unwrap()[3..]
         .iter()
         .map(|event| event.event_type().as_str())
         .collect();
@@ -67,14 +67,15 @@ fn repair_restore_repaired_closes_then_marks() {
         types,
         ["tool/result", "step/end", "turn/end", "session/end-seed"]
     );
-    assert!(session.events()[3..6].iter().all(|event| event.time() == 4));
-    assert_eq!(session.events()[6].time(), 99);
+    assert!(session.events().unwrap()[3..6]
+        .iter()
+        .all(|event| event.time() == 4));
+    assert_eq!(session.events().unwrap()[6].time(), 99);
     assert_eq!(session.first_live_seq(), 6, "closers are part of the seed");
-    let reopened = Session::restore_repaired(
+    let reopened = Session::restore(
         header("s"),
-        session.to_raw_events(),
-        CloseCause::Interrupted,
-        crate::harness::SURFACE_ONLY,
+        session.to_raw_events().unwrap(),
+        crate::harness::SURFACE_ONLY.repaired(CloseCause::Interrupted),
     )
     .unwrap();
     assert_eq!(
@@ -83,16 +84,15 @@ fn repair_restore_repaired_closes_then_marks() {
         "a repaired log needs nothing more"
     );
     // A balanced log only gets the marker.
-    let balanced = Session::restore_repaired(
+    let balanced = Session::restore(
         header("s"),
         raw_events(&rows("{\"$\":\"TS\"}\n{\"$\":\"TE\"}")),
-        CloseCause::Interrupted,
-        crate::harness::SURFACE_ONLY,
+        crate::harness::SURFACE_ONLY.repaired(CloseCause::Interrupted),
     )
     .unwrap();
     assert_eq!(balanced.len(), 3);
     assert_eq!(
-        balanced.events()[2].event_type(),
+        balanced.events().unwrap()[2].event_type(),
         &EventType::SessionEndSeed
     );
 }

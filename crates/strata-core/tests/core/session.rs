@@ -122,8 +122,18 @@ fn session_04_aborted_turn_round_trips_through_seeded_replay() {
     );
     let original = live("s", &log);
     let replay = seeded(&log);
-    let replayed: Vec<String> = replay.events().iter().map(|e| e.to_json()).collect();
-    let expected: Vec<String> = original.events().iter().map(|e| e.to_json()).collect();
+    let replayed: Vec<String> = replay
+        .events()
+        .unwrap()
+        .iter()
+        .map(|e| e.to_json())
+        .collect();
+    let expected: Vec<String> = original
+        .events()
+        .unwrap()
+        .iter()
+        .map(|e| e.to_json())
+        .collect();
     assert_eq!(replayed[..replayed.len() - 1], expected[..]);
     assert_eq!(
         replayed.last().unwrap(),
@@ -153,7 +163,12 @@ fn session_07_seeded_replay_keeps_events_and_messages() {
     );
     assert_eq!(replay.len(), original.len() + 1);
     assert_eq!(replay.first_live_seq(), original.len() as u64);
-    for (a, b) in original.events().iter().zip(replay.events()) {
+    for (a, b) in original
+        .events()
+        .unwrap()
+        .iter()
+        .zip(replay.events().unwrap())
+    {
         assert_eq!(a.to_json(), b.to_json());
     }
 }
@@ -167,7 +182,12 @@ fn session_08_fresh_empty_seed_and_reopen() {
     assert!(fresh.is_empty());
     assert_eq!(fresh.first_live_seq(), 0);
     let empty_seed = seeded(&[]);
-    let lines: Vec<String> = empty_seed.events().iter().map(|e| e.to_json()).collect();
+    let lines: Vec<String> = empty_seed
+        .events()
+        .unwrap()
+        .iter()
+        .map(|e| e.to_json())
+        .collect();
     assert_eq!(
         lines,
         [r#"{"type":"session/end-seed","seq":0,"time":0,"data":{}}"#]
@@ -175,7 +195,7 @@ fn session_08_fresh_empty_seed_and_reopen() {
     assert_eq!(empty_seed.first_live_seq(), 0);
     let reopened = Session::restore(
         header("s"),
-        empty_seed.to_raw_events(),
+        empty_seed.to_raw_events().unwrap(),
         crate::harness::SURFACE_ONLY,
     )
     .unwrap();
@@ -219,10 +239,13 @@ fn session_27_well_formed_seed_is_preserved() {
     let session = seeded(&log);
     assert_eq!(session.first_live_seq(), 3);
     assert_eq!(session.inherited_count(), 0);
-    for (row, event) in log.iter().zip(session.events()) {
+    for (row, event) in log.iter().zip(session.events().unwrap()) {
         assert_eq!(row, &event.to_json());
     }
-    assert_eq!(session.events()[3].event_type(), &EventType::SessionEndSeed);
+    assert_eq!(
+        session.events().unwrap()[3].event_type(),
+        &EventType::SessionEndSeed
+    );
 }
 
 // §11.3 item 45: a held message snapshot never grows; the session's own list does.
@@ -585,7 +608,7 @@ fn session_9_1_seed_header_and_inherited_count_agree() {
     .unwrap();
     assert_eq!(child.inherited_count(), 2);
     assert_eq!(child.len(), 3, "a log ending in a marker gets no new one");
-    assert_eq!(child.own_events().len(), 1);
+    assert_eq!(child.own_events().unwrap().len(), 1);
     assert!(child.is_own_seq(Seq::new(2).unwrap()));
     assert!(!child.is_own_seq(Seq::new(1).unwrap()));
 }
@@ -611,7 +634,7 @@ fn session_9_1_fresh_child_always_gets_a_tagged_marker() {
     .unwrap();
     assert_eq!(child.len(), 4);
     assert_eq!(
-        child.events()[3].to_json(),
+        child.events().unwrap()[3].to_json(),
         r#"{"type":"session/end-seed","seq":3,"time":9,"data":{"inherited":true}}"#
     );
     assert_eq!(child.inherited_count(), 3);
@@ -678,6 +701,7 @@ fn a_restore_leaves_every_stored_payload_unparsed() {
     .unwrap();
     let rows: Vec<strata_core::RawEvent> = session
         .events()
+        .unwrap()
         .iter()
         .map(|event| strata_core::RawEvent::from_json_str(&event.to_json()).unwrap())
         .collect();
@@ -685,6 +709,7 @@ fn a_restore_leaves_every_stored_payload_unparsed() {
         Session::restore(session.header().clone(), rows, crate::harness::SURFACE_ONLY).unwrap();
     let types: std::collections::HashSet<&str> = restored
         .events()
+        .unwrap()
         .iter()
         .map(|event| event.event_type().as_str())
         .collect();
@@ -692,14 +717,15 @@ fn a_restore_leaves_every_stored_payload_unparsed() {
     assert!(
         restored
             .events()
+            .unwrap()
             .iter()
             .any(|event| event.event_type().as_str() == "tool/result"
                 && matches!(event.surface_op(), Some(strata_core::SurfaceOp::Replace(_)))),
         "the log prunes a tool result"
     );
     // (A restore may append the end-seed marker, built in memory from its value.)
-    let stored = session.events().len();
-    let parsed: Vec<(u64, &str)> = restored.events()[..stored]
+    let stored = session.events().unwrap().len();
+    let parsed: Vec<(u64, &str)> = restored.events().unwrap()[..stored]
         .iter()
         .filter(|event| event.is_data_parsed())
         .map(|event| (event.seq().get(), event.event_type().as_str()))
@@ -764,7 +790,12 @@ fn u64_field_reads_a_stored_payload_without_keeping_its_tree() {
     .unwrap();
     let restored = strata_core::synth::reloaded(&generated).unwrap();
     let before = strata_core::synth::parsed_seqs(&restored);
-    for (stored, born) in restored.events().iter().zip(generated.events()) {
+    for (stored, born) in restored
+        .events()
+        .unwrap()
+        .iter()
+        .zip(generated.events().unwrap())
+    {
         for key in ["turn", "step", "seq", "message"] {
             assert_eq!(
                 stored.u64_field(key),
@@ -775,6 +806,7 @@ fn u64_field_reads_a_stored_payload_without_keeping_its_tree() {
     }
     assert!(restored
         .events()
+        .unwrap()
         .iter()
         .any(|event| event.u64_field("step") == Some(2)));
     assert_eq!(strata_core::synth::parsed_seqs(&restored), before);

@@ -132,7 +132,7 @@ fn surface_22_live_nodes_equal_fold_with_replacement_history() {
     let log = rows(REPLACES);
     let session = live("s", &log);
     assert_eq!(session.surface().nodes(), seqs(&[3]).as_slice());
-    let mut fold = fold_surface(session.to_raw_events()).unwrap();
+    let mut fold = fold_surface(session.to_raw_events().unwrap()).unwrap();
     assert_eq!(fold.nodes, session.surface().nodes());
     let replaced: Vec<_> = fold
         .replacements
@@ -146,7 +146,7 @@ fn surface_22_live_nodes_equal_fold_with_replacement_history() {
     fold.nodes.push(Seq::new(99).unwrap());
     fold.replacements[0].shadowed.clear();
     assert_eq!(session.surface().nodes(), seqs(&[3]).as_slice());
-    let again = fold_surface(session.to_raw_events()).unwrap();
+    let again = fold_surface(session.to_raw_events().unwrap()).unwrap();
     assert_eq!(again.nodes, seqs(&[3]));
     assert_eq!(again.replacements[0].shadowed, seqs(&[0]));
 }
@@ -163,7 +163,7 @@ fn surface_23_incremental_state_has_no_replacement_history() {
         "nodes and generation are the whole incremental state"
     );
     assert_eq!(
-        fold_surface(session.to_raw_events())
+        fold_surface(session.to_raw_events().unwrap())
             .unwrap()
             .replacements
             .len(),
@@ -224,7 +224,7 @@ fn surface_32_replay_as_seed_reproduces_nodes_and_messages() {
     let original = live("s", &log);
     let replay = Session::create_seeded(
         header("replay"),
-        original.to_raw_events(),
+        original.to_raw_events().unwrap(),
         None,
         crate::harness::SURFACE_ONLY,
     )
@@ -254,7 +254,7 @@ fn surface_39_logged_sources_are_the_ones_passed() {
     sources.push(Seq::new(5).unwrap());
     assert_eq!(event.sources().unwrap(), seqs(&[0]).as_slice());
     assert_eq!(
-        session.events()[1].sources().unwrap(),
+        session.events().unwrap()[1].sources().unwrap(),
         seqs(&[0]).as_slice()
     );
 }
@@ -273,7 +273,7 @@ fn surface_41_logged_replace_op_is_the_one_passed() {
     session.append(candidate, 1).unwrap();
     op["endSeq"] = json!(7);
     assert_eq!(
-        session.events()[1].surface_op(),
+        session.events().unwrap()[1].surface_op(),
         Some(SurfaceOp::replace(Seq::ZERO, Seq::ZERO))
     );
 }
@@ -291,8 +291,11 @@ fn surface_49_surface_event_needs_a_marker() {
 "#,
         ),
     );
-    assert_eq!(session.events()[0].surface_op(), None);
-    assert_eq!(session.events()[1].surface_op(), Some(SurfaceOp::Append));
+    assert_eq!(session.events().unwrap()[0].surface_op(), None);
+    assert_eq!(
+        session.events().unwrap()[1].surface_op(),
+        Some(SurfaceOp::Append)
+    );
     let markerless = rows(r#"{"$":"U","$nop":true}"#);
     assert!(fold_surface(raw_events(&markerless)).is_err());
 }
@@ -325,12 +328,17 @@ fn surface_50_surface_eligible_types() {
 #[test]
 fn surface_51_append_and_replacement_events_split() {
     let session = live("s", &rows(REPLACES));
-    let ops: Vec<_> = session.events().iter().map(|e| e.surface_op()).collect();
+    let ops: Vec<_> = session
+        .events()
+        .unwrap()
+        .iter()
+        .map(|e| e.surface_op())
+        .collect();
     assert!(matches!(ops[0], Some(SurfaceOp::Append)));
     assert!(matches!(ops[2], Some(SurfaceOp::Replace(_))));
     let log_only = live("s", &rows(r#"{"$":"TS"}"#));
-    assert_eq!(log_only.events()[0].surface_op(), None);
-    assert_eq!(log_only.events()[0].sources(), None);
+    assert_eq!(log_only.events().unwrap()[0].surface_op(), None);
+    assert_eq!(log_only.events().unwrap()[0].sources(), None);
 }
 
 // §11.1 item 52: there is no pending delta in Rust (plans apply at commit),

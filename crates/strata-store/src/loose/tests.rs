@@ -26,7 +26,7 @@ fn loose_log(dir: &Path, name: &str) -> (PathBuf, Store) {
     let session = store.load("loose").unwrap();
     let path = dir.join(name);
     let n = session.len() - 1; // without the marker a load adds
-    write_log(&path, session.header(), &session.events()[..n]).unwrap();
+    write_log(&path, session.header(), &session.events().unwrap()[..n]).unwrap();
     let loose = Store::new(LooseFile::open(&path).unwrap());
     (path, loose)
 }

@@ -504,7 +504,7 @@ fn loaded_lines(store: &Store) -> Result<Vec<Vec<u8>>, String> {
         .events
         .len();
     let session = store.load(ID).map_err(|error| format!("load: {error}"))?;
-    Ok(session.events()[..n_stored.min(session.len())]
+    Ok(session.events().unwrap()[..n_stored.min(session.len())]
         .iter()
         .map(|event| {
             let mut line = Vec::new();
@@ -801,7 +801,7 @@ impl Scenario {
     fn ack(&self, writer: &SessionWriter) {
         let n_durable = writer.durable_len() as usize;
         let lines = writer.with_session(|session| {
-            session.events()[..n_durable]
+            session.events().unwrap()[..n_durable]
                 .iter()
                 .map(|event| {
                     let mut line = Vec::new();

@@ -25,8 +25,10 @@ fn database(path: &Path, n_events: u64) -> u64 {
     })
     .unwrap();
     let backend = SqliteBackend::open(path).unwrap();
-    backend.create(session.header(), session.events()).unwrap();
-    session.events().len() as u64
+    backend
+        .create(session.header(), session.events().unwrap())
+        .unwrap();
+    session.events().unwrap().len() as u64
 }
 
 /// A fresh directory holding a database of about `n_events` (see [`database`]).
@@ -75,7 +77,7 @@ fn a_paged_read_yields_the_rows_and_session_of_a_sequential_one() {
     )
     .unwrap();
     let loaded = store.load(ID).unwrap();
-    assert_eq!(loaded.events(), plain.events());
+    assert_eq!(loaded.events().unwrap(), plain.events().unwrap());
     assert_eq!(loaded.surface(), plain.surface());
 }
 
@@ -186,7 +188,7 @@ fn pages_of_a_session_deleted_or_created_again_are_never_mixed() {
                 ..HeaderSpec::default()
             })
             .unwrap();
-            backend.create(&header, other.events()).unwrap();
+            backend.create(&header, other.events().unwrap()).unwrap();
         }
         let mut next = RecordBatch::default();
         match pages.fill_page(&mut conn, 1, &mut next) {

@@ -82,6 +82,7 @@ pub fn append_turns(writer: &SessionWriter, n_turns: u64) {
         let (turn, next) = writer.with_session(|session| {
             let turns = session
                 .events()
+                .unwrap()
                 .iter()
                 .filter(|event| event.event_type().as_str() == "turn/start")
                 .count() as u64;
@@ -98,6 +99,7 @@ pub fn partial_turn(writer: &SessionWriter, n: usize) -> Vec<Candidate> {
     let (turn, next) = writer.with_session(|session| {
         let turns = session
             .events()
+            .unwrap()
             .iter()
             .filter(|event| event.event_type().as_str() == "turn/start")
             .count() as u64;
@@ -120,9 +122,9 @@ pub fn long_session(n_turns: u64) -> strata_core::Session {
             .expect("append");
     }
     writer.with_session(|session| {
-        strata_core::Session::restore_events(
+        strata_core::Session::restore(
             session.header().clone(),
-            session.events().iter().cloned(),
+            session.events().unwrap().iter().cloned(),
             strata_core::SeedOptions::default(),
         )
         .expect("restore")

@@ -24,7 +24,7 @@ fn create_append_read_restore_round_trip() {
     each_backend(|kind, store| {
         let writer = store.create(header("s1", 10)).unwrap();
         append_turns(&writer, 3);
-        let expected: Vec<_> = writer.with_session(|session| session.events().to_vec());
+        let expected: Vec<_> = writer.with_session(|session| session.events().unwrap().to_vec());
         assert_eq!(writer.durable_len(), 24, "{kind:?}");
         writer.close().unwrap();
 
@@ -35,7 +35,7 @@ fn create_append_read_restore_round_trip() {
         let session = store.load("s1").unwrap();
         // Event-identical: the restored events serialize exactly like what was appended.
         assert_eq!(
-            json_lines(&session.events()[..24]),
+            json_lines(&session.events().unwrap()[..24]),
             json_lines(&expected),
             "{kind:?}"
         );
@@ -261,7 +261,7 @@ fn reopen_after_a_crash_closes_the_open_turn_once() {
         let session = store.load("c").unwrap();
         assert_eq!(session.len(), 17);
         assert_eq!(
-            session.events().last().unwrap().event_type(),
+            session.events().unwrap().last().unwrap().event_type(),
             &EventType::SessionEndSeed
         );
     });
@@ -295,7 +295,7 @@ fn fork_inherits_a_prefix_and_refuses_bad_requests() {
             .fork("parent", "any", None, ForkMode::AnyPrefix)
             .unwrap();
         let types: Vec<String> = any.with_session(|session| {
-            session.events()[21..]
+            session.events().unwrap()[21..]
                 .iter()
                 .map(|event| event.event_type().as_str().to_owned())
                 .collect()
@@ -401,8 +401,8 @@ fn import_is_event_identical_and_validated() {
             .unwrap();
         let loaded = store.load(source.header.id()).unwrap();
         assert_eq!(
-            json_lines(loaded.events()),
-            json_lines(expected.events()),
+            json_lines(loaded.events().unwrap()),
+            json_lines(expected.events().unwrap()),
             "{kind:?}"
         );
         assert_eq!(loaded.header(), expected.header());

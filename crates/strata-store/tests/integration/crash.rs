@@ -286,7 +286,7 @@ fn compare_acked(
     let session = store
         .load(id)
         .unwrap_or_else(|error| panic!("{kind:?} {id} kill {kill_idx}: {error}"));
-    let events = session.events();
+    let events = session.events().unwrap();
     let lines = log_file.map(|path| file_lines(kind, path));
     for (&seq, bytes) in acked {
         let stored = events.get(seq as usize).map(|event| {
@@ -312,7 +312,7 @@ fn check_repair_is_idempotent(store: &Store, id: &str) {
     let writer = store.open_write(id).unwrap();
     writer.with_session(|session| {
         assert!(
-            open_turn_closers(session.events(), CloseCause::Interrupted).is_empty(),
+            open_turn_closers(session.events().unwrap(), CloseCause::Interrupted).is_empty(),
             "reopened log still has an open turn"
         );
     });

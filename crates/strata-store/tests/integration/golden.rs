@@ -38,7 +38,7 @@ fn golden_logs_restore_and_rewrite_byte_identical() {
         assert_eq!(session.len(), n_rows, "{}", path.display());
         let mut written = Vec::new();
         encode_header_line(session.header(), &mut written).unwrap();
-        for event in session.events() {
+        for event in session.events().unwrap() {
             encode_event_line(event, &mut written);
         }
         if written != original {

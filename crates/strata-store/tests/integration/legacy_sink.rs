@@ -45,6 +45,7 @@ impl RestoreSink for HeldRows {
 fn shown(session: &Session) -> (Vec<String>, Vec<u64>, Vec<Value>) {
     let lines = session
         .events()
+        .unwrap()
         .iter()
         .map(|event| {
             let mut line = Vec::new();
@@ -198,7 +199,7 @@ fn a_restored_v0_session_replays_from_its_own_rows() {
         );
         let replayed = Session::restore(
             restored.header().clone(),
-            restored.to_raw_events(),
+            restored.to_raw_events().unwrap(),
             SeedOptions::default(),
         )
         .unwrap_or_else(|error| panic!("{name}: {error}"));

@@ -52,7 +52,7 @@ fn stored_lines(store: &Store, id: &str) -> Vec<String> {
     let session = store
         .load(id)
         .unwrap_or_else(|error| panic!("{id}: {error}"));
-    lines(session.events())
+    lines(session.events().unwrap())
 }
 
 #[test]
@@ -198,10 +198,10 @@ fn waiting_batches_share_one_commit_and_a_stale_one_fails_alone() {
 
     // Everything of the committed batches is stored; nothing of the stale one.
     let (expected_first, expected_others): (Vec<_>, Vec<_>) = (
-        first.with_session(|session| lines(session.events())),
+        first.with_session(|session| lines(session.events().unwrap())),
         others
             .iter()
-            .map(|writer| writer.with_session(|session| lines(session.events())))
+            .map(|writer| writer.with_session(|session| lines(session.events().unwrap())))
             .collect(),
     );
     first.close().unwrap();

@@ -28,6 +28,7 @@ fn next_turn(writer: &SessionWriter) -> (u64, u64) {
     writer.with_session(|session| {
         let turns = session
             .events()
+            .unwrap()
             .iter()
             .filter(|event| event.event_type().as_str() == "turn/start")
             .count() as u64;
@@ -167,7 +168,7 @@ fn eight_racing_writers_leave_a_dense_log_holding_every_acknowledged_append() {
     let log = store.read("race").unwrap();
     // Dense (the read checks every seq) and valid under the core's rules.
     let session = store.load("race").unwrap();
-    let stored: Vec<String> = session.events()[..log.events.len()]
+    let stored: Vec<String> = session.events().unwrap()[..log.events.len()]
         .iter()
         .map(|event| event.to_json())
         .collect();
@@ -187,6 +188,7 @@ fn eight_racing_writers_leave_a_dense_log_holding_every_acknowledged_append() {
     // Everything stored beyond the acknowledged turns is reopen markers.
     let n_turn_starts = session
         .events()
+        .unwrap()
         .iter()
         .filter(|event| event.event_type().as_str() == "turn/start")
         .count();
@@ -405,7 +407,12 @@ fn fork_copies_the_inherited_rows_server_side_and_refuses_a_replaced_parent() {
     let session = store.load("parent").unwrap();
     let impostor = header("parent", 99);
     let error = backend
-        .create_fork(&impostor, 16, &header("orphan", 2), &session.events()[..16])
+        .create_fork(
+            &impostor,
+            16,
+            &header("orphan", 2),
+            &session.events().unwrap()[..16],
+        )
         .err()
         .expect("a replaced parent must be refused");
     assert!(error.to_string().contains("was replaced"), "{error}");
@@ -439,7 +446,10 @@ fn payload_text_is_stored_exactly_as_written() {
     assert_eq!(stored, data);
     let read = store.read("exact").unwrap();
     assert_eq!(read.events[0].data_json(), Some(data));
-    assert_eq!(store.load("exact").unwrap().events()[0].to_json(), line);
+    assert_eq!(
+        store.load("exact").unwrap().events().unwrap()[0].to_json(),
+        line
+    );
 }
 
 #[test]

@@ -42,6 +42,7 @@ pub fn assert_same(full: &Session, lazy: &Session) {
     let json = |session: &Session| -> Vec<String> {
         session
             .events()
+            .unwrap()
             .iter()
             .map(|event| event.to_json())
             .collect()

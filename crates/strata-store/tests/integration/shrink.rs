@@ -55,7 +55,7 @@ fn a_raw_and_a_zstd_log_cut_under_scan_log_end_with_a_shrink_error() {
     let session = long_session(6_000);
     for name in ["cut.v3.jsonl", "cut.v3.jsonl.zstd"] {
         let path = dir.path().join(name);
-        write_log(&path, session.header(), session.events()).expect("write the log");
+        write_log(&path, session.header(), session.events().unwrap()).expect("write the log");
         // The raw log is far more than the reader and its decoders buffer ahead, so the cut
         // lands in bytes not yet read (the zstd one compresses to less than one read chunk:
         // its read ends inside a frame, which only the file's new length tells from a torn
@@ -78,7 +78,7 @@ fn a_store_log_cut_under_a_load_ends_with_a_shrink_error() {
     let backend = JsonlBackend::new(JsonlConfig::new(root.clone(), Compression::None));
     let mut appender =
         strata_store::Backend::create(&backend, session.header(), &[]).expect("create the log");
-    for batch in session.events().chunks(512) {
+    for batch in session.events().unwrap().chunks(512) {
         appender.append_events(batch).expect("append");
     }
     drop(appender);
@@ -113,7 +113,7 @@ fn a_log_that_grows_under_its_reader_reads_to_the_end_it_reached() {
     let dir = tempfile::tempdir().expect("dir");
     let session = long_session(6_000);
     let path = dir.path().join("grow.v3.jsonl");
-    write_log(&path, session.header(), session.events()).expect("write the log");
+    write_log(&path, session.header(), session.events().unwrap()).expect("write the log");
     let mut stream = scan_log(&path).expect("open the log");
     stream
         .next()

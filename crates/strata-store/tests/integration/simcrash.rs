@@ -78,7 +78,7 @@ fn lines_of(events: &[std::sync::Arc<Event>]) -> Vec<String> {
 /// after an open turn starts a new turn only once the log says the previous one ended.
 fn next_batch(writer: &strata_store::SessionWriter, rng: &mut Rng) -> Vec<strata_core::Candidate> {
     let (turn, next, open) = writer.with_session(|session| {
-        let events = session.events();
+        let events = session.events().unwrap();
         let turns = events
             .iter()
             .filter(|event| event.event_type().as_str() == "turn/start")

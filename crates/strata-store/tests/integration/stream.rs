@@ -17,7 +17,7 @@ fn zstd_tail_reads_match_the_full_read_at_every_cut_near_the_end() {
         let store = crate::common::store(kind, dir.path());
         let writer = store.create(header("tail", 1)).expect("create");
         // One append per turn: one zstd frame per batch, as dsh writes.
-        for chunk in session.events()[..n_events as usize].chunks(8) {
+        for chunk in session.events().unwrap()[..n_events as usize].chunks(8) {
             let candidates = chunk
                 .iter()
                 .map(|event| {
@@ -69,7 +69,7 @@ fn a_log_written_as_one_huge_zstd_frame_streams_and_loads() {
     let mut header_line = Vec::new();
     strata_format::encode_header_line(session.header(), &mut header_line).expect("header");
     let mut body = Vec::new();
-    for event in &session.events()[..n_events] {
+    for event in &session.events().unwrap()[..n_events] {
         strata_format::encode_event_line(event, &mut body);
     }
     assert!(
@@ -85,15 +85,22 @@ fn a_log_written_as_one_huge_zstd_frame_streams_and_loads() {
         .expect("write");
     drop(file);
     let mut stream = scan_log(&path).expect("scan");
-    let restored =
-        strata_store::restore_stream(&mut stream, None, strata_core::SeedOptions::default())
-            .expect("restore");
+    let restored = strata_store::restore_stream(&mut stream, strata_core::SeedOptions::default())
+        .expect("restore");
     assert_eq!(stream.n_read() as usize, n_events);
-    assert_eq!(restored.events()[..n_events], session.events()[..n_events]);
+    assert_eq!(
+        restored.events().unwrap()[..n_events],
+        session.events().unwrap()[..n_events]
+    );
 
     // write_log splits the same events into ~1 MiB frames; reading back is lossless.
     let out = dir.path().join("framed.jsonl.zstd");
-    write_log(&out, session.header(), &session.events()[..n_events]).expect("write");
+    write_log(
+        &out,
+        session.header(),
+        &session.events().unwrap()[..n_events],
+    )
+    .expect("write");
     let bytes = std::fs::read(&out).expect("read");
     let scan = strata_format::frames::scan_frames(&bytes).expect("frames");
     assert!(scan.frames.len() >= 3, "{} frames", scan.frames.len());
@@ -109,7 +116,12 @@ fn compression_modes_store_the_same_events() {
     let session = long_session(40);
     let n_events = session.len() - 1;
     let raw = dir.path().join("log.jsonl");
-    write_log(&raw, session.header(), &session.events()[..n_events]).expect("write");
+    write_log(
+        &raw,
+        session.header(),
+        &session.events().unwrap()[..n_events],
+    )
+    .expect("write");
     let mut reads = Vec::new();
     for compression in [Compression::None, Compression::Zstd] {
         let store = Store::jsonl(dir.path().join(format!("{compression:?}")), compression);

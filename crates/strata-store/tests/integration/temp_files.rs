@@ -91,7 +91,7 @@ fn write_log_removes_a_killed_writers_temp_beside_its_path() {
     let out = dir.path().join("export.jsonl");
     let stale = plant_stale(&out, "00000000cafe");
     let (live, _holder) = plant_live(&out, "00000000beef");
-    write_log(&out, session.header(), session.events()).unwrap();
+    write_log(&out, session.header(), session.events().unwrap()).unwrap();
     assert!(!stale.exists());
     assert!(live.exists());
     assert_eq!(

@@ -37,6 +37,7 @@ fn small_log(compression: Compression) -> (Vec<u8>, Vec<String>) {
     let events = writer.with_session(|session| {
         session
             .events()
+            .unwrap()
             .iter()
             .map(|event| event.to_json())
             .collect()
@@ -54,7 +55,7 @@ fn install(root: &Path, compression: Compression, bytes: &[u8]) -> PathBuf {
 
 fn event_json(store: &Store) -> Vec<String> {
     let session = store.load(ID).unwrap();
-    session.events()[..store.read(ID).unwrap().events.len()]
+    session.events().unwrap()[..store.read(ID).unwrap().events.len()]
         .iter()
         .map(|event| event.to_json())
         .collect()
