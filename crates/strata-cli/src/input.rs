@@ -9,7 +9,7 @@
 //!    `postgres://…#ID` (or `postgresql://…#ID`) session `ID` in that PostgreSQL store (neither
 //!    is created here);
 //! 3. `dsh#ID` (or `dsh:HOME#ID`) is the session in dsh's own folder whose id is, or alone starts
-//!    with, `ID` ([`strata_store::DshRoot`]: `$DSH_HOME/sessions`, else `~/.dsh/sessions`); it
+//!    with, `ID` ([`strata_migrate::DshRoot`]: `$DSH_HOME/sessions`, else `~/.dsh/sessions`); it
 //!    resolves to that session's current log file, so everything after treats it as a file;
 //! 4. an argument that looks like a path (a `/`, or a `.jsonl`/`.zstd`/`.zst` name) is a
 //!    missing file;
@@ -29,9 +29,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use strata_core::{Generation, SeedOptions, Session};
 use strata_format::CodecError;
+use strata_migrate::{legacy, DshRoot};
 use strata_store::{
-    legacy, restore_stream, scan_log, Compression, DshRoot, LogStream, PostgresBackend,
-    PostgresConfig, Store, StoreError,
+    restore_stream, scan_log, Compression, LogStream, PostgresBackend, PostgresConfig, Store,
+    StoreError,
 };
 
 use crate::progress::{self, Progress};

@@ -15,9 +15,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use strata_core::Generation;
 use strata_format::parse_session_file_name;
-use strata_store::{
-    legacy, scan_log, Compression, DshRoot, JsonlBackend, JsonlConfig, LooseFile, Store,
-};
+use strata_migrate::{legacy, DshRoot};
+use strata_store::{scan_log, Compression, JsonlBackend, JsonlConfig, LooseFile, Store};
 
 use crate::input::{resolve, Input, LoadError};
 
@@ -127,7 +126,7 @@ fn current_v3_in_dsh_folder(file: &Path) -> anyhow::Result<PathBuf> {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
-    let current = strata_store::current_log(dir)?.map(|(_, _, path)| path);
+    let current = strata_migrate::current_log(dir)?.map(|(_, _, path)| path);
     // Both name entries of `dir`: their names tell them apart (`./x` and `x` are one file).
     if current.as_deref().and_then(Path::file_name) != file.file_name() {
         anyhow::bail!(
@@ -155,13 +154,13 @@ fn current_v3_in_dsh_folder(file: &Path) -> anyhow::Result<PathBuf> {
     Ok(report.target)
 }
 
-/// Migrates an older generation's log to V3 beside it ([`strata_store::migrate::migrate_file`])
+/// Migrates an older generation's log to V3 beside it ([`strata_migrate::migrate::migrate_file`])
 /// holding its directory's writer lock when the file is named as a dsh session file.
 pub(crate) fn publish_successor(
     file: &Path,
-) -> anyhow::Result<strata_store::migrate::MigrateReport> {
+) -> anyhow::Result<strata_migrate::migrate::MigrateReport> {
     let _lock = lock_session_dir(file)?;
-    strata_store::migrate::migrate_file(file)
+    strata_migrate::migrate::migrate_file(file)
         .with_context(|| format!("publishing the V3 successor of {}", file.display()))
 }
 

@@ -10,7 +10,7 @@
 use serde_json::{json, Value};
 use strata_core::json::json_equal;
 use strata_core::{Generation, SeedOptions};
-use strata_store::legacy::{
+use strata_migrate::legacy::{
     hydrate_fixture, restore_v0, seed_v0, FixtureError, FixtureOptions, Rejection, SessionSink,
     VerifierSink, Wrapping,
 };

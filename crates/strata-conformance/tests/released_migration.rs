@@ -1,6 +1,6 @@
 //! Migration identity against upstream's released chain (issue 23): for every log, upstream's
 //! own v0/v1/v2 → V3 chain (the released-format oracle's `migrate.mjs`) and `strata migrate`
-//! (`strata_store::migrate::migrate_file`) must agree.
+//! (`strata_migrate::migrate::migrate_file`) must agree.
 //!
 //! - When upstream migrates, strata must migrate too and write the same V3 file line for line:
 //!   the same header (keys in dsh's order), the same events with the same seqs, data, ids and
@@ -38,7 +38,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value};
 use strata_conformance::format_oracle::migrate::Migration;
 use strata_conformance::format_oracle::{FormatOracle, REQUIRE_ENV};
-use strata_store::migrate::migrate_file;
+use strata_migrate::migrate::migrate_file;
 
 /// The fixture time the v0 oracle gives events without one.
 const FIXTURE_TIME: i64 = 1_700_000_000_000;

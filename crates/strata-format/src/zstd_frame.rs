@@ -11,6 +11,21 @@ use std::io;
 
 use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
 
+/// How a reader takes a file's frames: dsh's framing, which a writer relies on, or any framing
+/// zstd allows, for a file that is only read (the store's `ZstdStream` and the older
+/// generations' reader both take one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Framing {
+    /// dsh's framing, which a writer relies on: every complete frame ends on a record
+    /// boundary, no skippable frames (the store also wants the header line alone in the first
+    /// frame).
+    #[default]
+    Dsh,
+    /// Any framing zstd allows: the frames' plaintext is one byte stream, skippable frames are
+    /// skipped. For reads that write nothing.
+    Any,
+}
+
 /// The compression level strata writes (dsh uses the library default, 3).
 pub const DEFAULT_LEVEL: i32 = 3;
 

@@ -4,7 +4,7 @@
 use std::io::Cursor;
 
 use strata_core::SeedOptions;
-use strata_store::legacy::{
+use strata_migrate::legacy::{
     hydrate_fixture, restore_v0, restore_v2, FixtureOptions, LegacyReader, LogRecord, NameHint,
     SessionSink, VerifierSink,
 };

@@ -540,6 +540,7 @@ use publish::{
     create_dir_durable, fsync_dir, open_rw, publish_new, sync_what_was_read, write_whole_log,
     PublishError,
 };
-pub(crate) use read::{ensure_not_shrunk, read_header, JsonlRows};
+pub use read::ensure_not_shrunk;
 use read::{read_all, torn_frame_records};
+pub(crate) use read::{read_header, JsonlRows};
 pub(crate) use tail::{read_tail_raw, read_tail_zstd};

@@ -35,10 +35,6 @@ pub use backend::{
     Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream, ReadFrom, ResumePoint,
     StoredLog, TornInfo,
 };
-pub use dsh_root::{
-    current_log, read_title, DshListing, DshRoot, DshRootError, DshSession, DshSummary,
-    DSH_HOME_ENV, TITLE_EVENT_TYPE,
-};
 pub use error::{AppendError, ForkError, LockHolder, StoreError};
 pub use index::INDEX_FILE_NAME;
 pub use jsonl::{
@@ -61,9 +57,16 @@ pub use sqlite::{
 pub use store::{restore_stream, Store};
 pub use writer::{SessionWriter, CHECKPOINT_EVERY};
 
-pub mod legacy;
-pub mod migrate;
 pub mod synth;
+
+/// The file primitives the JSONL store is built from, for crates that read or publish dsh
+/// files outside a store (strata-migrate's readers of older generations and its migration
+/// publisher): the shrink check a streaming read ends with, and the locked temporary files a
+/// publish writes first (docs/format.md §5b).
+pub mod file_io {
+    pub use crate::jsonl::ensure_not_shrunk;
+    pub use crate::temp::{dir_of, sweep, TempFile};
+}
 
 /// What the fuzz harnesses of `crates/strata-fuzz` reach past the public store path: the
 /// offset index (an index entry's check would stop almost every mutated input before its
@@ -93,7 +96,6 @@ pub struct ReadmeDoctests;
 
 mod backend;
 mod decode_pool;
-mod dsh_root;
 mod error;
 mod index;
 mod jsonl;

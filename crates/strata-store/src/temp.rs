@@ -38,7 +38,7 @@ use fs4::fs_std::FileExt as _;
 
 /// The directory holding `path`: its parent, or `.` for a bare file name (and for `/`, which
 /// has no parent and is never a file strata publishes).
-pub(crate) fn dir_of(path: &Path) -> &Path {
+pub fn dir_of(path: &Path) -> &Path {
     path.parent()
         .filter(|parent| !parent.as_os_str().is_empty())
         .unwrap_or_else(|| Path::new("."))
@@ -48,14 +48,14 @@ pub(crate) fn dir_of(path: &Path) -> &Path {
 /// an exclusive `flock` for as long as the value lives. Dropping it removes the name, then
 /// releases the lock (in that order, so a sweep never finds a live writer's file unlocked).
 #[derive(Debug)]
-pub(crate) struct TempFile {
+pub struct TempFile {
     path: PathBuf,
     file: File,
 }
 
 impl TempFile {
     /// Stages a new temporary file for `target` (see the module documentation).
-    pub(crate) fn create(target: &Path) -> io::Result<TempFile> {
+    pub fn create(target: &Path) -> io::Result<TempFile> {
         // Each failed attempt lost a race with a sweep or met a name in use; either is rare,
         // so a few attempts under fresh names settle it.
         const ATTEMPTS: usize = 8;
@@ -97,12 +97,12 @@ impl TempFile {
     }
 
     /// The temporary file's path.
-    pub(crate) fn path(&self) -> &Path {
+    pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// The open file, for writing and syncing.
-    pub(crate) fn file(&mut self) -> &mut File {
+    pub fn file(&mut self) -> &mut File {
         &mut self.file
     }
 }
@@ -120,7 +120,7 @@ impl Drop for TempFile {
 /// Removes the temporary files of `target` whose writers are gone (their lock is free), and
 /// returns how many it removed. Best effort: an entry that cannot be examined is left as it is,
 /// since sweeping is housekeeping and never a reason to fail the write that runs it.
-pub(crate) fn sweep(target: &Path) -> usize {
+pub fn sweep(target: &Path) -> usize {
     let Some(target_name) = target.file_name() else {
         return 0;
     };

@@ -35,6 +35,7 @@ use std::io::{self, Read};
 use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
 
 use strata_format::frames::{frame_end_in, ByteSource, FrameError};
+use strata_format::zstd_frame::Framing;
 
 /// Little-endian magic number that opens every zstd frame.
 const FRAME_MAGIC: u32 = 0xFD2F_B528;
@@ -42,19 +43,6 @@ const FRAME_MAGIC: u32 = 0xFD2F_B528;
 /// [`ZstdStream::first_frame_plain_end`] before the first frame has ended: no plaintext offset
 /// reaches it.
 const NOT_YET: u64 = u64::MAX;
-
-/// How a [`ZstdStream`] takes a file's frames (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Framing {
-    /// dsh's framing, which a writer relies on: every complete frame ends on a record
-    /// boundary, no skippable frames (the store also wants the header line alone in the first
-    /// frame).
-    #[default]
-    Dsh,
-    /// Any framing zstd allows: the frames' plaintext is one byte stream, skippable frames are
-    /// skipped. For reads that write nothing.
-    Any,
-}
 
 thread_local! {
     /// Whether streams on this thread hand their decoder on ([`reuse_decoders`]).

@@ -16,7 +16,8 @@ use strata_agent::agent::new_id;
 use strata_compact::system_clock_ms;
 use strata_core::{fork_session, ForkMode, Generation, Session};
 use strata_format::session_file_name;
-use strata_store::{legacy, write_log, ForkError, Store};
+use strata_migrate::legacy;
+use strata_store::{write_log, ForkError, Store};
 
 use super::{load_for_view, Status};
 use crate::cli::Format;

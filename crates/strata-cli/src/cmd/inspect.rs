@@ -12,7 +12,8 @@ use std::path::Path;
 use anyhow::Context;
 use serde_json::{json, Map, Value};
 use strata_core::{Event, LogStats, Seq, SessionHeader, Standing};
-use strata_store::{is_zstd_file, legacy::generation_name};
+use strata_migrate::legacy::generation_name;
+use strata_store::is_zstd_file;
 
 use super::compact::seq_ranges;
 use super::{load_for_view, Status};

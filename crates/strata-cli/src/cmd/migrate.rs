@@ -1,5 +1,5 @@
 //! `strata migrate`: carry an older dsh log (v0, v1, v2) to V3 beside it, verified, never
-//! touching the source (persistence §2.10; the work is `strata_store::migrate::migrate_file`).
+//! touching the source (persistence §2.10; the work is `strata_migrate::migrate::migrate_file`).
 //!
 //! FILE is a path, or a session of dsh's folder (`dsh#ID`, or an id with `--store dsh`), whose
 //! current log is migrated. A file named as a dsh session file (`session[.vN].jsonl[.zstd]`) is
@@ -9,8 +9,8 @@
 use std::path::Path;
 
 use serde_json::json;
-use strata_store::legacy::generation_name;
-use strata_store::migrate::{migrate_file, MigrateError};
+use strata_migrate::legacy::generation_name;
+use strata_migrate::migrate::{migrate_file, MigrateError};
 
 use super::Status;
 use crate::cli::Format;

@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use strata_compact::{repair_events, repair_stored, resume_stream, system_clock_ms};
 use strata_core::{json, Event, Generation, SeedOptions};
 use strata_format::encode_event_line;
-use strata_store::legacy;
+use strata_migrate::legacy;
 
 use super::{report_load_error, Status};
 use crate::cli::Format;

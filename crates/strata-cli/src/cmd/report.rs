@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use strata_store::legacy;
+use strata_migrate::legacy;
 
 use super::{report_load_error, Status};
 use crate::cli::Format;

@@ -6,7 +6,7 @@
 //! header (the V3 header fields in stored order, without `type`). A header that cannot be read is
 //! reported and makes the exit status 1; the others are still listed.
 //!
-//! dsh's own folder (`--store dsh`, `dsh:HOME`) is listed by [`strata_store::DshRoot`]: one
+//! dsh's own folder (`--store dsh`, `dsh:HOME`) is listed by [`strata_migrate::DshRoot`]: one
 //! line per session directory (its highest generation only), with project, id, generation and
 //! encoding, size, created and the newest `session/title`; nothing is validated or written.
 
@@ -65,7 +65,7 @@ pub(crate) fn run(store: Option<&str>, format: Format) -> anyhow::Result<Status>
 /// Lists dsh's folder: `PROJECT  ID  GENERATION  SIZE  CREATED  TITLE` per session (text), or
 /// `{"store", "sessions": [{project, id, generation, encoding, file, size, createdAt, title}],
 /// "problems"}`.
-fn list_dsh(root: &strata_store::DshRoot, format: Format) -> anyhow::Result<Status> {
+fn list_dsh(root: &strata_migrate::DshRoot, format: Format) -> anyhow::Result<Status> {
     if !root.sessions_dir().is_dir() {
         // Not an error (dsh may not have run yet), but a typo in DSH_HOME should be visible.
         eprintln!(
@@ -80,8 +80,8 @@ fn list_dsh(root: &strata_store::DshRoot, format: Format) -> anyhow::Result<Stat
     let listing = root.list()?;
     let problems: Vec<String> = listing.problems.iter().map(ToString::to_string).collect();
     let generation =
-        |summary: &strata_store::DshSummary| format!("v{}", summary.session.generation);
-    let encoding = |summary: &strata_store::DshSummary| {
+        |summary: &strata_migrate::DshSummary| format!("v{}", summary.session.generation);
+    let encoding = |summary: &strata_migrate::DshSummary| {
         if summary.session.zstd {
             "zstd"
         } else {

@@ -64,11 +64,11 @@ impl Source {
             // A V3 file (dsh's folder included) is followed as a store of its one session,
             // read only: nothing is written beside it.
             Input::File(file) => {
-                if let Ok((generation, _)) = strata_store::legacy::sniff(&file) {
+                if let Ok((generation, _)) = strata_migrate::legacy::sniff(&file) {
                     if generation != strata_core::Generation::V3 {
                         anyhow::bail!(
                             "{reference}: tail follows V3 logs; this is a {} log",
-                            strata_store::legacy::generation_name(generation)
+                            strata_migrate::legacy::generation_name(generation)
                         );
                     }
                 }

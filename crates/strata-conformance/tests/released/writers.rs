@@ -597,8 +597,8 @@ fn migrate_fixtures(out: &mut Out<'_>) {
             );
             continue;
         }
-        if strata_store::migrate::migrate_file(&copy).is_ok() {
-            let target = strata_store::migrate::target_path(&copy, false);
+        if strata_migrate::migrate::migrate_file(&copy).is_ok() {
+            let target = strata_migrate::migrate::target_path(&copy, false);
             out.file("migrate-fixtures-v0", &source.display().to_string(), target);
         }
     }

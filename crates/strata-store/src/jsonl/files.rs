@@ -11,9 +11,9 @@ use strata_core::{Event, SessionHeader};
 use super::{publish_new, write_whole_log, JsonlRows, PublishError};
 use crate::backend::{LogStream, StoredLog};
 use crate::error::StoreError;
-use crate::zstd::Framing;
 use strata_format::codec::encode_header_line;
 use strata_format::lines::DEFAULT_MAX_RECORD_LEN;
+use strata_format::zstd_frame::Framing;
 use strata_format::zstd_frame::{FrameCompressor, DEFAULT_LEVEL};
 
 /// Whether a file holds a zstd artifact: it starts with the zstd frame magic, or a skippable

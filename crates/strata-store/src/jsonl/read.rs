@@ -12,9 +12,10 @@ use strata_core::{RawEvent, SessionHeader};
 use crate::backend::{EventRows, LogStream, TornInfo};
 use crate::decode_pool::{DecodePool, NoPages, RecordBatch, RecordDecoder, RecordSource};
 use crate::error::StoreError;
-use crate::zstd::{Framing, ZstdStream};
+use crate::zstd::ZstdStream;
 use strata_format::codec::{scan_event_line_at, JsonlReader, Location, ReaderOptions};
 use strata_format::zstd_frame::recoverable_prefix;
+use strata_format::zstd_frame::Framing;
 
 /// The byte source under a log's rows: the file itself, or its zstd plaintext. Both are read
 /// with `read`, never through a memory map: a log shrinks under a reader whenever a writer
@@ -325,7 +326,7 @@ impl EventRows for JsonlRows {
 
 /// Fails when `file` (`len_at_open` bytes long when its read began) is shorter now: the read
 /// ended early because the file was cut under it, and the end it saw is not the log's.
-pub(crate) fn ensure_not_shrunk(file: &File, len_at_open: u64) -> io::Result<()> {
+pub fn ensure_not_shrunk(file: &File, len_at_open: u64) -> io::Result<()> {
     let len_now = file.metadata()?.len();
     if len_now < len_at_open {
         return Err(io::Error::new(

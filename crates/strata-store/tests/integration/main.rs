@@ -33,9 +33,6 @@ mod simcrash;
 /// Streaming reads at scale: huge zstd frames, tail reads from the end (issue 3).
 mod stream;
 
-/// Migration of older generations to V3 (issue 4).
-mod migrate;
-
 /// Temporary files of killed writers are removed by the next write of the same file; a live
 /// writer's are left alone (issue 22).
 mod temp_files;
@@ -46,10 +43,6 @@ mod resume;
 /// PostgreSQL only: racing writers, a connection killed mid-batch, schema versions, fork as
 /// `INSERT … SELECT`, following a live session (issue 8).
 mod postgres;
-
-/// The v0 restore sink streams to a restoring thread: same verdicts and sessions as restoring
-/// the rows held as values.
-mod legacy_sink;
 
 /// A log cut under its reader ends the read with an error naming the file, never a signal
 /// (issue 22).

@@ -3,12 +3,11 @@
 //! with an I/O error naming the file, never a signal: strata once read raw logs through memory
 //! maps, and a mapped page past the new end killed the reader with `SIGBUS`. Each test pulls a
 //! few rows, cuts the file far below what the reader has buffered, and drains the rest; the
-//! process surviving is half the check.
+//! process surviving is half the check. (The v0 reader's case is strata-migrate's.)
 
 use std::fs::OpenOptions;
 use std::path::Path;
 
-use strata_store::legacy::LegacyReader;
 use strata_store::{scan_log, write_log, Compression, JsonlBackend, JsonlConfig, Store};
 
 use crate::common::{find_log, long_session};
@@ -86,24 +85,6 @@ fn a_store_log_cut_under_a_load_ends_with_a_shrink_error() {
     let path = find_log(&root);
     let stream = store.scan("long").expect("scan");
     drain_after_cut(stream, &path);
-}
-
-#[test]
-fn a_v0_log_cut_under_the_legacy_reader_ends_with_a_shrink_error() {
-    let dir = tempfile::tempdir().expect("dir");
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/v0/generated/gen-e500-s11.jsonl");
-    let text = std::fs::read_to_string(fixture).expect("the v0 fixture");
-    let (header_line, body) = text.split_once('\n').expect("a header line");
-    // The reader judges storage, not rules: the same body many times is a long v0 file to it.
-    let mut long = format!("{header_line}\n");
-    while long.len() < 8 << 20 {
-        long.push_str(body);
-    }
-    let path = dir.path().join("session.jsonl");
-    std::fs::write(&path, long).expect("write");
-    let reader = LegacyReader::open(&path).expect("open the v0 log");
-    drain_after_cut(reader, &path);
 }
 
 #[test]

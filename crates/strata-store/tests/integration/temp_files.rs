@@ -1,7 +1,7 @@
 //! Temporary files of killed writers (issue 22): a writer killed mid-publish leaves its
 //! `<target>.<hex>.tmp` behind (a killed import: up to the whole log). The next write of the
 //! same file removes it — a JSONL store's create or open for writing, `write_log`, a
-//! migration — but never one a live writer still holds locked (docs/format.md §5b).
+//! migration (strata-migrate's tests) — but never one a live writer still holds locked (docs/format.md §5b).
 //!
 //! A killed writer's file is planted here exactly as the kernel leaves it: bytes under a temp
 //! name, with no lock held. A live writer is this test process holding the file's `flock` on
@@ -12,7 +12,6 @@ use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
 use fs4::fs_std::FileExt as _;
-use strata_store::migrate::migrate_file;
 use strata_store::{write_log, Compression, JsonlBackend, JsonlConfig, Store};
 
 use crate::common::{append_turns, header};
@@ -97,43 +96,5 @@ fn write_log_removes_a_killed_writers_temp_beside_its_path() {
     assert_eq!(
         strata_store::read_log(&out).unwrap().events.len(),
         session.len()
-    );
-}
-
-#[test]
-fn a_migration_removes_a_killed_migrations_temp_beside_its_target() {
-    let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("session.jsonl");
-    fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../fixtures/v0/generated/released-e500-s11.jsonl"),
-        &source,
-    )
-    .unwrap();
-    let target = dir.path().join("session.v3.jsonl");
-    // Earlier builds named a migration's temp file `….migrating.tmp`.
-    let mut old_name = target.as_os_str().to_owned();
-    old_name.push(".0000012345ab.migrating.tmp");
-    let stale_old = PathBuf::from(old_name);
-    fs::write(&stale_old, b"partial").unwrap();
-    let stale = plant_stale(&target, "0123456789ab");
-    let (live, _holder) = plant_live(&target, "ba9876543210");
-    let report = migrate_file(&source).unwrap();
-    assert_eq!(report.target, target);
-    assert!(!stale_old.exists() && !stale.exists());
-    assert!(live.exists());
-    // Only the source, the published log and the live writer's temp remain.
-    let mut names: Vec<String> = fs::read_dir(dir.path())
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
-        .collect();
-    names.sort();
-    assert_eq!(
-        names,
-        [
-            "session.jsonl",
-            "session.v3.jsonl",
-            "session.v3.jsonl.ba9876543210.tmp"
-        ]
     );
 }

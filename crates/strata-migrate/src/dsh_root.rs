@@ -27,10 +27,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::jsonl::{Compression, JsonlBackend, JsonlConfig};
 use crate::legacy::ZstdSource;
 use strata_format::layout::{decode_segment, parse_session_file_name};
 use strata_format::lines::{LineScanner, LineScannerConfig};
+use strata_store::{Compression, JsonlBackend, JsonlConfig};
 
 /// The environment variable naming dsh's home (default `~/.dsh`).
 pub const DSH_HOME_ENV: &str = "DSH_HOME";
@@ -393,7 +393,7 @@ fn created_at(file: &Path) -> Result<Option<i64>, DshRootError> {
 /// streamed, and only one whose bytes name the type is parsed. Nothing is validated; a record
 /// too long to scan or a torn tail ends the scan with what was found.
 pub fn read_title(file: &Path) -> Result<Option<String>, DshRootError> {
-    let zstd = crate::jsonl::is_zstd_file(file).map_err(|error| DshRootError::Io {
+    let zstd = strata_store::is_zstd_file(file).map_err(|error| DshRootError::Io {
         op: "read",
         path: file.to_path_buf(),
         source: io::Error::other(error.to_string()),

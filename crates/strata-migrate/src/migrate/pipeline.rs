@@ -33,11 +33,11 @@ use super::error::MigrateError;
 use super::stage::{StageContext, Staged};
 use super::verify::{validate_source, verify_target, Checked};
 use crate::legacy::{sniff, LegacyReader, ReadError};
-use crate::temp::TempFile;
 use strata_format::codec::{encode_header_line, TornTail};
 use strata_format::layout::session_file_name;
 use strata_format::ranges::encode_source_seqs;
 use strata_format::zstd_frame::{FrameCompressor, DEFAULT_LEVEL};
+use strata_store::file_io::TempFile;
 
 /// Plaintext bytes per zstd frame written by a migration (persistence §2.10: ~1 MiB slices).
 pub const FRAME_PLAINTEXT_LEN: usize = 1 << 20;
@@ -88,7 +88,7 @@ pub fn migrate_file(source: &Path) -> Result<MigrateReport, MigrateError> {
     // `temp`). Every failure from here on drops `temp`, which removes its name. The edges run
     // first so that a log upstream's released chain refuses is refused with the edge's reason,
     // as upstream's chain reports it (docs/migration.md).
-    crate::temp::sweep(&target);
+    strata_store::file_io::sweep(&target);
     let mut temp = TempFile::create(&target).map_err(|source_error| MigrateError::Io {
         op: "create a temporary file beside",
         path: target.clone(),
@@ -124,7 +124,7 @@ pub fn migrate_file(source: &Path) -> Result<MigrateReport, MigrateError> {
         }
     }
     // A bare target name's parent is "", which cannot be opened: its directory is ".".
-    let dir = crate::temp::dir_of(&target);
+    let dir = strata_store::file_io::dir_of(&target);
     File::open(dir)
         .and_then(|handle| handle.sync_all())
         .map_err(|source_error| MigrateError::Io {

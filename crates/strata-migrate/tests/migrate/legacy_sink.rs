@@ -10,7 +10,7 @@ use std::path::Path;
 use serde_json::Value;
 use strata_core::{Generation, RawEvent, SeedOptions, Session, SessionHeader};
 use strata_format::encode_event_line;
-use strata_store::legacy::{
+use strata_migrate::legacy::{
     hydrate_fixture, open_file, restore_v0, FixtureOptions, LegacyReader, OpenError, Rejection,
     RestoreSink, SessionSink,
 };

@@ -23,7 +23,7 @@ use std::io::{self, BufRead, Read};
 
 use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
 
-use crate::zstd::Framing;
+use strata_format::zstd_frame::Framing;
 
 const FRAME_MAGIC: [u8; 4] = 0xFD2F_B528_u32.to_le_bytes();
 

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use strata_core::{Generation, SeedOptions, Session};
 use strata_format::{JsonlReader, ReaderOptions};
-use strata_store::legacy::pack_records;
-use strata_store::migrate::{
+use strata_migrate::legacy::pack_records;
+use strata_migrate::migrate::{
     compare_messages, migrate_file, validate_source, verify_target, MigrateError,
 };
 use strata_store::read_log;
@@ -211,7 +211,7 @@ fn an_invalid_source_is_refused_and_nothing_is_left() {
         matches!(
             error,
             MigrateError::Refused {
-                refusal: strata_store::migrate::Refusal::MessageProvenanceNotAttempt,
+                refusal: strata_migrate::migrate::Refusal::MessageProvenanceNotAttempt,
                 ..
             }
         ),
@@ -254,8 +254,8 @@ fn accepted_rule_fixtures_migrate_with_the_same_messages() {
     use std::sync::Arc;
 
     use strata_core::{RawEvent, SessionHeader, Verifier};
-    use strata_store::legacy::{hydrate_fixture, restore_v0, FixtureOptions, SessionSink};
-    use strata_store::migrate::{
+    use strata_migrate::legacy::{hydrate_fixture, restore_v0, FixtureOptions, SessionSink};
+    use strata_migrate::migrate::{
         compare_messages, encode_v3_line, migrate_events, Checked, StageContext, Staged,
     };
 
@@ -373,7 +373,7 @@ fn lay_out_older(dir: &Path, name: &str, target: Generation) -> PathBuf {
     use std::sync::Arc;
 
     use strata_format::encode_source_seqs;
-    use strata_store::migrate::{StageContext, Staged, V0ToV1, V1ToV2};
+    use strata_migrate::migrate::{StageContext, Staged, V0ToV1, V1ToV2};
 
     let text = fs::read_to_string(generated(name)).unwrap();
     let mut lines = text.lines();
@@ -404,7 +404,7 @@ fn lay_out_older(dir: &Path, name: &str, target: Generation) -> PathBuf {
                 ("session.v1.jsonl", h, v1.map(Result::unwrap).collect())
             }
             _ => {
-                let h = strata_store::migrate::v2_header(&header);
+                let h = strata_migrate::migrate::v2_header(&header);
                 let v2 = V1ToV2::new(v1, context, None);
                 ("session.v2.jsonl", h, v2.map(Result::unwrap).collect())
             }
@@ -475,7 +475,7 @@ const TIER_STEP_END: &str = r#"{"type":"step/end","seq":3,"time":4,"data":{"turn
 const TIER_TURN_END: &str =
     r#"{"type":"turn/end","seq":4,"time":5,"data":{"turn":1,"reason":{"kind":"completed"}}}"#;
 
-fn refusal_of(path: &Path) -> (strata_store::migrate::Refusal, String) {
+fn refusal_of(path: &Path) -> (strata_migrate::migrate::Refusal, String) {
     match migrate_file(path) {
         Err(MigrateError::Refused { refusal, text, .. }) => (refusal, text),
         other => panic!("expected a refusal, got {other:?}"),
@@ -484,7 +484,7 @@ fn refusal_of(path: &Path) -> (strata_store::migrate::Refusal, String) {
 
 #[test]
 fn the_first_hops_refusals_outrank_an_earlier_v2_to_v3_refusal() {
-    use strata_store::migrate::Refusal;
+    use strata_migrate::migrate::Refusal;
     // Upstream's chain finishes its first hop (v0→v2: edges, then the v2 artifact's envelope,
     // then its rules) before the v2→v3 edge runs (docs/migration.md, "Order of refusals");
     // each case below was checked against upstream's released chain.
@@ -537,7 +537,7 @@ fn the_first_hops_refusals_outrank_an_earlier_v2_to_v3_refusal() {
 
 #[test]
 fn the_released_codec_judges_rows_before_any_edge() {
-    use strata_store::migrate::Refusal;
+    use strata_migrate::migrate::Refusal;
     let dir = tempfile::tempdir().unwrap();
     let gap = TIER_TURN_END.replace("\"seq\":4", "\"seq\":7");
     let user_no_id = TIER_USER.replacen("\"id\":\"u1\",", "", 1);

@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! python3 ../shared/oracle/gen.py --released --events 1000000 --seed 1 -q -o /tmp/m/session.jsonl
-//! cargo run --release -p strata-store --example migrate_bench -- /tmp/m/session.jsonl
+//! cargo run --release -p strata-migrate --example migrate_bench -- /tmp/m/session.jsonl
 //! ```
 //!
 //! The target `session.v3.jsonl[.zstd]` is written beside the source; the bench removes it
@@ -14,7 +14,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use strata_store::migrate::{migrate_file, validate_source, verify_target};
+use strata_migrate::migrate::{migrate_file, validate_source, verify_target};
 
 fn peak_rss_mib() -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;

@@ -399,7 +399,7 @@ impl LegacyReader {
 fn content_hint(path: &Path) -> NameHint {
     let hint = name_hint(path);
     NameHint {
-        zstd: crate::jsonl::is_zstd_file(path).unwrap_or(hint.zstd),
+        zstd: strata_store::is_zstd_file(path).unwrap_or(hint.zstd),
         ..hint
     }
 }
@@ -448,7 +448,7 @@ impl Read for Snapshot {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let read = self.file.read(buf)?;
         if read == 0 && !buf.is_empty() {
-            crate::jsonl::ensure_not_shrunk(&self.file, self.len_at_open)?;
+            strata_store::file_io::ensure_not_shrunk(&self.file, self.len_at_open)?;
         }
         Ok(read)
     }
