@@ -27,9 +27,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use strata_core::{Generation, SeedOptions, Session};
-use strata_format::CodecError;
-use strata_migrate::{legacy, DshRoot};
+use strata_core::{SeedOptions, Session};
+use strata_migrate::open::{self, LogError};
+use strata_migrate::DshRoot;
 use strata_store::{
     restore_stream, scan_log, Compression, LogStream, PostgresBackend, PostgresConfig, Store,
     StoreError,
@@ -102,21 +102,7 @@ pub enum LoadError {
     Io(anyhow::Error),
 }
 
-/// A rejected log, with everything needed to report it.
-pub struct Rejection {
-    /// The file (or store reference).
-    pub file: PathBuf,
-    /// The stable rule id.
-    pub rule: String,
-    /// The event seq, when known.
-    pub seq: Option<u64>,
-    /// The event's index in the log, when known.
-    pub index: Option<u64>,
-    /// The line in the file, when known.
-    pub line: Option<u64>,
-    /// The upstream message.
-    pub message: String,
-}
+pub use strata_migrate::open::Rejection;
 
 /// Opens the store named by `--store` (a SQLite file, `sqlite:PATH`, `jsonl:DIR`,
 /// `jsonl-zstd:DIR` or a `postgres://` address), else `$STRATA_STORE`, else
@@ -362,7 +348,7 @@ pub fn resume_input<T>(
     resume: impl FnOnce(&mut LogStream<'_>) -> Result<T, StoreError>,
 ) -> Result<Option<T>, LoadError> {
     if let Input::File(path) = input {
-        if matches!(legacy::sniff(path), Ok((generation, _)) if generation != Generation::V3) {
+        if open::is_older_generation(path) {
             return Ok(None);
         }
     }
@@ -376,63 +362,16 @@ pub fn resume_input<T>(
     resumed.map(Some)
 }
 
-/// A v0, v1 or v2 log file, validated under its own generation's rules (v0/v1 as upstream
-/// rc.8's restore path does, crash-repair closers included) and kept in its own numbering, so
-/// `validate`, `surface` and `messages` report v0 seqs. `None` for a V3 (or unreadable) file,
-/// which the V3 reader then handles and reports.
+/// A v0, v1 or v2 log file, loaded in its own numbering (`strata_migrate::open`); `None` for a
+/// V3 (or unreadable) file, which the V3 reader then handles and reports.
 fn load_older_generation(path: &Path, label: &str) -> Result<Option<Loaded>, LoadError> {
-    match legacy::sniff(path) {
-        Ok((generation, _)) if generation != Generation::V3 => {}
-        _ => return Ok(None),
-    }
-    let opened = legacy::open_file(path, |header| {
-        legacy::SessionSink::new(header, SeedOptions::default())
-    });
-    let file = PathBuf::from(label);
-    match opened {
-        Ok(opened) => {
-            let session = opened.restored.outcome;
-            // The constructor seed (stored events and repair closers) is what was read.
-            let n_stored = usize::try_from(session.first_live_seq()).unwrap_or(usize::MAX);
-            Ok(Some(Loaded {
-                session,
-                n_stored,
-                label: label.to_owned(),
-                torn: None,
-            }))
-        }
-        Err(legacy::OpenError::Read(error)) if error.is_io() => {
-            Err(LoadError::Io(anyhow::Error::new(error)))
-        }
-        Err(legacy::OpenError::Read(error)) => Err(LoadError::Invalid(Rejection {
-            file,
-            rule: error.rule_id().to_owned(),
-            seq: error.at().and_then(|at| at.seq),
-            index: None,
-            line: error.line(),
-            message: error.to_string(),
-        })),
-        Err(legacy::OpenError::Rejected {
-            generation,
-            rejection,
-            ..
-        }) => Err(LoadError::Invalid(Rejection {
-            file,
-            rule: rejection.rule.id().to_owned(),
-            seq: rejection.seq.or(rejection.index),
-            index: rejection.index,
-            line: rejection.line,
-            message: format!(
-                "{} rules{}: {}",
-                legacy::generation_name(generation),
-                rejection
-                    .line
-                    .map_or_else(String::new, |line| format!(", line {line}")),
-                rejection.message
-            ),
-        })),
-        Err(other) => Err(LoadError::Io(anyhow::Error::new(other))),
-    }
+    let older = open::open_older_generation(path, label).map_err(LoadError::from)?;
+    Ok(older.map(|older| Loaded {
+        session: older.session,
+        n_stored: older.n_stored,
+        label: label.to_owned(),
+        torn: None,
+    }))
 }
 
 /// Opens the stream of a resolved log and hands it to `consume`.
@@ -453,72 +392,14 @@ pub fn with_stream<T>(
 
 /// Sorts a store error into invalid input (exit 1) or a failure to read (exit 2).
 pub fn store_failure(label: &str, error: StoreError) -> LoadError {
-    let file = PathBuf::from(label);
-    match error {
-        StoreError::Invalid { line, source, .. } => LoadError::Invalid(Rejection {
-            file,
-            rule: source.rule.id().to_owned(),
-            seq: source.seq.or(source.index),
-            index: source.index,
-            line,
-            message: source.message.clone(),
-        }),
-        StoreError::Codec(error) => codec_failure(&file, *error),
-        StoreError::Corrupt {
-            line, seq, detail, ..
-        } => LoadError::Invalid(Rejection {
-            file,
-            rule: "corrupt-record".into(),
-            seq,
-            index: None,
-            line,
-            message: detail,
-        }),
-        other => LoadError::Io(anyhow::Error::new(other)),
-    }
+    LoadError::from(open::store_rejection(label, error))
 }
 
-fn codec_failure(path: &Path, error: CodecError) -> LoadError {
-    if let CodecError::Io { .. } = error {
-        return LoadError::Io(anyhow::Error::new(error));
-    }
-    let message = match &error {
-        // The store's message is upstream's ("this build ships no upgrade path"); this build
-        // ships one, as its own command, so the command line names it instead.
-        CodecError::OlderVersion {
-            id,
-            found,
-            supported,
-            ..
-        } => format!(
-            "session \"{id}\" uses log format v{found}, older than the supported v{supported}: \
-             `strata migrate {}` writes a V3 copy beside it, which this command reads",
-            path.display()
-        ),
-        _ => error.to_string(),
-    };
-    LoadError::Invalid(Rejection {
-        file: path.to_path_buf(),
-        rule: codec_rule(&error),
-        seq: error.location().and_then(|location| location.seq),
-        index: None,
-        line: error.line(),
-        message,
-    })
-}
-
-/// A stable rule id for a decoding failure.
-fn codec_rule(error: &CodecError) -> String {
-    match error {
-        CodecError::MissingHeader { .. } => "missing-header".into(),
-        CodecError::NotHeader { .. } | CodecError::RetiredField { .. } => "header-invalid".into(),
-        CodecError::NewerVersion { .. } | CodecError::OlderVersion { .. } => {
-            "unsupported-version".into()
+impl From<LogError> for LoadError {
+    fn from(error: LogError) -> LoadError {
+        match error {
+            LogError::Invalid(rejection) => LoadError::Invalid(rejection),
+            LogError::Unreadable(error) => LoadError::Io(anyhow::Error::new(error)),
         }
-        CodecError::InvalidHeader { source, .. } => source.rule.id().into(),
-        CodecError::Json { .. } => "invalid-json".into(),
-        CodecError::Sources { .. } => "source-range".into(),
-        CodecError::TooLarge { .. } => "record-too-large".into(),
-        _ => "corrupt-record".into(),
     }
 }

@@ -12,6 +12,9 @@
 //!   0.1.0-rc.8's restore path with its legacy normalizations (docs/v0-rules.md);
 //! - [`migrate`] — the adjacent edges as streaming adapters and `migrate_file`
 //!   (docs/migration.md);
+//! - [`open`] — any dsh log file, any generation, with one uniform rejection
+//!   ([`open::LogError`]): the older generations loaded whole, every reader's failure sorted
+//!   into "breaks a rule" or "could not be read";
 //! - [`DshRoot`] — `$DSH_HOME/sessions`: the highest generation of each session directory,
 //!   id-prefix lookups, listings with titles.
 //!
@@ -26,5 +29,6 @@ pub use dsh_root::{
 
 pub mod legacy;
 pub mod migrate;
+pub mod open;
 
 mod dsh_root;
