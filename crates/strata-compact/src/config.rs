@@ -7,6 +7,13 @@
 
 use std::time::Duration;
 
+/// The text a pruned tool result holds in place of its elided middle (the limits below
+/// count it, so it lives with them).
+pub const MARKER: &str = "\n\n[... tool result middle pruned ...]\n\n";
+
+/// [`MARKER`]'s length in code points.
+pub const MARKER_CHARS: usize = 39;
+
 /// How much of the newest history a compaction keeps verbatim.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Retain {
@@ -134,7 +141,7 @@ impl PrunerConfig {
         if self.threshold_chars == 0 {
             return Err(ConfigError::PruneThreshold);
         }
-        let pruned = self.head_chars + crate::prune::MARKER_CHARS + self.tail_chars;
+        let pruned = self.head_chars + MARKER_CHARS + self.tail_chars;
         if pruned > self.threshold_chars {
             return Err(ConfigError::PruneLimits {
                 head_chars: self.head_chars,
@@ -186,7 +193,7 @@ pub enum ConfigError {
     /// Head, marker and tail do not fit under the threshold.
     #[error(
         "pruned results must fit the threshold: head {head_chars} + marker {} + tail {tail_chars} > {threshold_chars} code points",
-        crate::prune::MARKER_CHARS
+        MARKER_CHARS
     )]
     PruneLimits {
         /// Kept head.

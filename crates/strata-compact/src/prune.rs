@@ -38,11 +38,7 @@ use strata_core::{
 use crate::config::{ConfigError, PrunerConfig};
 use crate::estimate::{message_tokens, ByteEstimator, TokenEstimator};
 
-/// The text that replaces the elided middle.
-pub const MARKER: &str = "\n\n[... tool result middle pruned ...]\n\n";
-
-/// [`MARKER`]'s length in code points.
-pub const MARKER_CHARS: usize = 39;
+pub use crate::config::{MARKER, MARKER_CHARS};
 
 /// Finds and rewrites oversized tool results of one session (see the module docs).
 #[derive(Debug)]

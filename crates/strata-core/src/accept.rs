@@ -24,10 +24,12 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+pub(crate) use crate::candidate::{MetaInput, RawSources};
 use crate::data::Payload;
 use crate::event::{Event, EventType, KeyOrder, SurfaceMeta, SurfaceOp};
 use crate::generation::Generation;
 use crate::json::{is_lossless, js_non_negative_safe_integer};
+use crate::read_depth::view_depth;
 use crate::relations::{has_facts, Facts};
 use crate::rule::{AcceptError, Rule};
 use crate::scan::PreparedView;
@@ -43,10 +45,7 @@ mod tool_content;
 
 pub(crate) use fold::locate_span_in;
 use fold::{locate_span, plan_relational, released_wording};
-pub(crate) use payload::scan_depth;
-use payload::{
-    check_data, check_data_by_name, check_message_shape, check_payload, view_depth, Who,
-};
+use payload::{check_data, check_data_by_name, check_message_shape, check_payload, Who};
 use surface_meta::{check_marker, check_row_sources, check_sources, check_surface_local, Marker};
 
 /// Which entry point a candidate arrived through; decides which rules run and
@@ -103,51 +102,6 @@ pub(crate) struct Context<'a> {
     /// upstream judges them before its surface fold, so a replacement failing both is
     /// refused by its head rule ([`plan_relational`]).
     pub head: Option<&'a crate::relations::Head>,
-}
-
-/// A candidate's surface metadata before validation.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum MetaInput {
-    /// Neither field.
-    None,
-    /// Typed by the caller (typed append): shapes already hold.
-    Typed {
-        op: SurfaceOp,
-        sources: Option<Vec<Seq>>,
-    },
-    /// Metadata of an event accepted before (replay of accepted events):
-    /// shapes hold; the source list is shared, not copied.
-    Accepted {
-        op: SurfaceOp,
-        sources: Option<Arc<[Seq]>>,
-    },
-    /// Raw JSON (wire rows, dynamic appends): every shape rule applies.
-    Raw {
-        /// Borrowed for the plain `"append"` of a stored row (no allocation per row).
-        surface_op: Option<Cow<'static, Value>>,
-        sources: Option<RawSources>,
-    },
-}
-
-/// A `sourceEventSeqs` not yet validated.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum RawSources {
-    /// Any JSON: every shape rule applies.
-    Value(Value),
-    /// A compact list of plain seqs as a store's decoder read it: an array whose entries are
-    /// all seqs under every generation, so the shape rules 4b–4d hold; the list is shared
-    /// with the accepted event as it is.
-    Seqs(Arc<[Seq]>),
-}
-
-impl RawSources {
-    /// The list as the JSON it was written as (opaque events keep it verbatim).
-    pub(crate) fn to_value(&self) -> Value {
-        match self {
-            RawSources::Value(value) => value.clone(),
-            RawSources::Seqs(seqs) => crate::wire::seqs_value(seqs),
-        }
-    }
 }
 
 /// An envelope that passed the envelope check.
@@ -580,7 +534,7 @@ pub fn check_stored_message(generation: Generation, raw: &RawEvent) -> Result<()
         return Ok(());
     };
     let event_type = EventType::parse(tag);
-    if !generation.is_surface_type(&event_type) {
+    if !event_type.is_surface_in(generation) {
         return Ok(());
     }
     let seq_value = raw.seq_value();

@@ -7,9 +7,11 @@
 //! [`Candidate::log_only`] takes none. [`Candidate::dynamic`] is the escape
 //! hatch for plugin and replayed events; acceptance checks it at runtime.
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
-use crate::accept::MetaInput;
 use crate::event::{EventType, SurfaceOp};
 use crate::seq::Seq;
 
@@ -159,8 +161,8 @@ impl Candidate {
             MetaInput::None
         } else {
             MetaInput::Raw {
-                surface_op: surface_op.map(std::borrow::Cow::Owned),
-                sources: source_event_seqs.map(crate::accept::RawSources::Value),
+                surface_op: surface_op.map(Cow::Owned),
+                sources: source_event_seqs.map(RawSources::Value),
             }
         };
         Candidate {
@@ -218,4 +220,49 @@ pub(crate) fn object(entries: Vec<(&str, Value)>) -> Value {
         map.insert(key.to_owned(), value);
     }
     Value::Object(map)
+}
+
+/// A candidate's surface metadata before validation.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum MetaInput {
+    /// Neither field.
+    None,
+    /// Typed by the caller (typed append): shapes already hold.
+    Typed {
+        op: SurfaceOp,
+        sources: Option<Vec<Seq>>,
+    },
+    /// Metadata of an event accepted before (replay of accepted events):
+    /// shapes hold; the source list is shared, not copied.
+    Accepted {
+        op: SurfaceOp,
+        sources: Option<Arc<[Seq]>>,
+    },
+    /// Raw JSON (wire rows, dynamic appends): every shape rule applies.
+    Raw {
+        /// Borrowed for the plain `"append"` of a stored row (no allocation per row).
+        surface_op: Option<Cow<'static, Value>>,
+        sources: Option<RawSources>,
+    },
+}
+
+/// A `sourceEventSeqs` not yet validated.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum RawSources {
+    /// Any JSON: every shape rule applies.
+    Value(Value),
+    /// A compact list of plain seqs as a store's decoder read it: an array whose entries are
+    /// all seqs under every generation, so the shape rules 4b–4d hold; the list is shared
+    /// with the accepted event as it is.
+    Seqs(Arc<[Seq]>),
+}
+
+impl RawSources {
+    /// The list as the JSON it was written as (opaque events keep it verbatim).
+    pub(crate) fn to_value(&self) -> Value {
+        match self {
+            RawSources::Value(value) => value.clone(),
+            RawSources::Seqs(seqs) => crate::wire::seqs_value(seqs),
+        }
+    }
 }

@@ -77,6 +77,33 @@ const CORE_TYPES: &[(&str, EventType)] = &[
 ];
 
 impl EventType {
+    /// Whether events of this type join the surface under `generation` (and so must carry
+    /// `surfaceOp`).
+    pub fn is_surface_in(&self, generation: Generation) -> bool {
+        match self {
+            EventType::UserMessage | EventType::AssistantMessage | EventType::ToolResult => true,
+            EventType::SystemMessage => generation >= Generation::V3,
+            _ => false,
+        }
+    }
+
+    /// Whether `generation`'s vocabulary declares the type (core or plugin).
+    ///
+    /// The read path refuses an unknown type unless it is marked `ignorable`
+    /// (session-core §3.2); a known log-only type may never carry surface metadata.
+    pub fn is_known_in(&self, generation: Generation) -> bool {
+        match self {
+            EventType::SystemMessage => generation >= Generation::V3,
+            EventType::AssistantAttempt => generation >= Generation::V2,
+            EventType::AssistantChunk => generation <= Generation::V1,
+            EventType::Other(name) => generation
+                .plugin_types()
+                .binary_search(&name.as_str())
+                .is_ok(),
+            _ => true,
+        }
+    }
+
     /// Interns a type tag; unknown tags become [`EventType::Other`].
     pub fn parse(tag: &str) -> EventType {
         if let Some((_, event_type)) = CORE_TYPES.iter().find(|(name, _)| *name == tag) {
@@ -589,7 +616,18 @@ fn write_value(out: &mut Vec<u8>, value: &Value) {
 
 #[cfg(test)]
 mod tests {
-    use super::{EnvelopeKey, Event, KeyOrder};
+    use super::{EnvelopeKey, Event, EventType, KeyOrder};
+    use crate::generation::Generation;
+
+    #[test]
+    fn v0_knows_chunks_and_not_system_messages() {
+        assert!(EventType::AssistantChunk.is_known_in(Generation::V0));
+        assert!(!EventType::SystemMessage.is_known_in(Generation::V0));
+        assert!(!EventType::SystemMessage.is_surface_in(Generation::V0));
+        assert!(EventType::SystemMessage.is_surface_in(Generation::V3));
+        assert!(!EventType::parse("tool/code-dispatch").is_known_in(Generation::V3));
+        assert!(EventType::parse("tool/code-dispatch").is_known_in(Generation::V0));
+    }
 
     #[test]
     fn key_order_keeps_the_read_order_refuses_duplicates_and_completes_canonically() {

@@ -7,8 +7,6 @@
 //! rule engine stays one code path. strata writes V3; older generations are read
 //! and validated under their own rules, then migrated.
 
-use crate::event::EventType;
-
 /// A dsh session format generation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Generation {
@@ -64,33 +62,13 @@ impl Generation {
         }
     }
 
-    /// Whether events of this type join the surface (and so must carry `surfaceOp`).
-    pub fn is_surface_type(self, event_type: &EventType) -> bool {
-        match event_type {
-            EventType::UserMessage | EventType::AssistantMessage | EventType::ToolResult => true,
-            EventType::SystemMessage => self >= Generation::V3,
-            _ => false,
-        }
-    }
-
-    /// Whether this generation's vocabulary declares the type (core or plugin).
-    ///
-    /// The read path refuses an unknown type unless it is marked `ignorable`
-    /// (session-core §3.2); a known log-only type may never carry surface metadata.
-    pub fn is_known_type(self, event_type: &EventType) -> bool {
-        match event_type {
-            EventType::SystemMessage => self >= Generation::V3,
-            EventType::AssistantAttempt => self >= Generation::V2,
-            EventType::AssistantChunk => self <= Generation::V1,
-            EventType::Other(name) => {
-                let list: &[&str] = if self >= Generation::V3 {
-                    V3_PLUGIN_TYPES
-                } else {
-                    V0_PLUGIN_TYPES
-                };
-                list.binary_search(&name.as_str()).is_ok()
-            }
-            _ => true,
+    /// The plugin event types this generation's vocabulary declares, sorted for binary
+    /// search (`EventType::is_known_in` reads them).
+    pub(crate) fn plugin_types(self) -> &'static [&'static str] {
+        if self >= Generation::V3 {
+            V3_PLUGIN_TYPES
+        } else {
+            V0_PLUGIN_TYPES
         }
     }
 
@@ -259,15 +237,5 @@ mod tests {
         for list in [V3_PLUGIN_TYPES, V0_PLUGIN_TYPES] {
             assert!(list.windows(2).all(|pair| pair[0] < pair[1]));
         }
-    }
-
-    #[test]
-    fn v0_knows_chunks_and_not_system_messages() {
-        assert!(Generation::V0.is_known_type(&EventType::AssistantChunk));
-        assert!(!Generation::V0.is_known_type(&EventType::SystemMessage));
-        assert!(!Generation::V0.is_surface_type(&EventType::SystemMessage));
-        assert!(Generation::V3.is_surface_type(&EventType::SystemMessage));
-        assert!(!Generation::V3.is_known_type(&EventType::parse("tool/code-dispatch")));
-        assert!(Generation::V0.is_known_type(&EventType::parse("tool/code-dispatch")));
     }
 }

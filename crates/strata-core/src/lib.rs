@@ -27,6 +27,7 @@ pub use candidate::{Candidate, Intent, LogOnlyPayload, Placement, SurfaceIntent,
 pub use checkpoint::{Checkpoint, ResumeError};
 pub use derive::DerivedMessages;
 pub use event::{Event, EventType, ReplaceRange, SurfaceMeta, SurfaceOp};
+pub use fold::{fold_accepted, fold_surface, fold_window, Fold};
 pub use fork::{
     any_prefix_seed, closed_turn_seed, fork_session, parse_boundary, ForkError, ForkErrorCode,
     ForkMode, ForkSeed,
@@ -47,10 +48,7 @@ pub use request::{
 };
 pub use rule::{AcceptError, Rule};
 pub use seq::{Seq, SeqRangeError, MAX_SAFE_INTEGER};
-pub use session::{
-    fold_accepted, fold_surface, fold_window, AppendPlan, BatchMark, Fold, RestoreRow, SeedOptions,
-    Session, StalePlanError,
-};
+pub use session::{AppendPlan, BatchMark, RestoreRow, SeedOptions, Session, StalePlanError};
 pub use stats::{log_stats, LogStats, Place, Standing, StepUsage};
 pub use surface::{Replacement, SurfaceState};
 pub use verify::{Verified, Verifier};
@@ -77,6 +75,7 @@ mod checkpoint;
 mod data;
 mod derive;
 mod event;
+mod fold;
 mod fork;
 mod generation;
 mod header;
@@ -85,6 +84,7 @@ mod log;
 mod message;
 mod pairing;
 mod precheck;
+mod read_depth;
 mod relations;
 mod repair;
 mod request;

@@ -28,10 +28,16 @@ use serde_json::Value;
 
 use crate::event::{Event, EventType, SurfaceMeta, SurfaceOp};
 use crate::json::{js_display, json_equal, non_negative_safe_integer, to_js_string};
-use crate::repair::TOOL_NOT_STARTED_TEXT;
 use crate::rule::{AcceptError, Rule};
 use crate::seq::Seq;
 use crate::surface::find;
+
+/// The one result V3 accepts for a call announced but never started (`tool/call` missing),
+/// whatever closes it (`repair` writes it, R-rules here check it): upstream's format layer refuses any other (`tool/result … is not the
+/// exact TOOL_NOT_STARTED repair`). Its message id is `interrupted-tool-result-<callId>-<seq>`.
+/// V4's fork writes `forked-tool-result-…` with a text of its own here; a V3 log cannot hold
+/// that, so a fork closes a never-started call with this repair too (docs/divergences.md).
+pub const TOOL_NOT_STARTED_TEXT: &str = "The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed.";
 
 mod facts;
 
@@ -462,7 +468,9 @@ fn handled(event: &Event) -> bool {
             | "tool/ptc-dispatch"
             | "tool/ptc-dispatch-start"
             | "session-log-deepseek/delivery-accepted"
-    ) || crate::generation::Generation::V0.is_known_type(&event.event_type)
+    ) || event
+        .event_type
+        .is_known_in(crate::generation::Generation::V0)
 }
 
 fn field<'v>(data: &'v Value, name: &str) -> Option<&'v Value> {
@@ -1409,26 +1417,6 @@ impl Relations {
             .filter(|at| *at < from)
             .collect()
     }
-}
-
-/// Whether `rule` belongs to upstream's second pass (the relationship pass, after every
-/// event passed the event-local and head rules): the relational rules, P12 and the surface
-/// fold S7–S8 (strata's rules 7–9). A first-pass refusal at a later seq is reported before a
-/// second-pass one at an earlier seq (docs/rules.md, "Evaluation order").
-pub(crate) fn is_second_pass(rule: Rule) -> bool {
-    let id = rule.id();
-    (id.starts_with('R') && id[1..].bytes().all(|b| b.is_ascii_digit()))
-        || matches!(
-            rule,
-            Rule::DataNotJsonObject
-                | Rule::ReplaceStartNotFound
-                | Rule::ReplaceEndNotFound
-                | Rule::ReplaceEndpointsReversed
-                | Rule::ReplaceUncoveredSource
-                | Rule::ToolResultReplaceMulti
-                | Rule::ToolResultReplaceWrongTarget
-                | Rule::ToolResultReplaceChangesNonContent
-        )
 }
 
 /// S9–S13 on one event, reading its payload only for the types they look at.

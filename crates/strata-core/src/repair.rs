@@ -25,6 +25,7 @@ use serde_json::Value;
 use crate::candidate::{object, Candidate, SurfaceIntent};
 use crate::event::{Event, EventType};
 use crate::payload::{text_block, ToolResult};
+pub use crate::relations::TOOL_NOT_STARTED_TEXT;
 use crate::rule::{AcceptError, Rule};
 use crate::seq::Seq;
 use crate::wire::RawEvent;
@@ -54,13 +55,6 @@ impl CloseCause {
         }
     }
 }
-
-/// The one result V3 accepts for a call announced but never started (`tool/call` missing),
-/// whatever closes it: upstream's format layer refuses any other (`tool/result … is not the
-/// exact TOOL_NOT_STARTED repair`). Its message id is `interrupted-tool-result-<callId>-<seq>`.
-/// V4's fork writes `forked-tool-result-…` with a text of its own here; a V3 log cannot hold
-/// that, so a fork closes a never-started call with this repair too (docs/divergences.md).
-pub const TOOL_NOT_STARTED_TEXT: &str = "The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed.";
 
 /// The synthetic events that close an open turn, to append right after the log.
 #[derive(Clone, Debug, PartialEq)]

@@ -9,11 +9,11 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::event::{Event, EventType};
+use crate::fold::fold_accepted;
 use crate::generation::Generation;
 use crate::message::{project, Message};
 use crate::rule::AcceptError;
 use crate::seq::Seq;
-use crate::session::fold_accepted;
 
 /// The canonical form of a `request/header`'s header: `config`, plus
 /// `adapterDefaults` only when a flag is set, `tools` only when non-empty

@@ -279,11 +279,24 @@ rules! {
 }
 
 impl Rule {
-    /// Whether the rule belongs to upstream's second pass (the relational rules and the
-    /// surface fold, judged after every event passed the event-local rules; docs/rules.md,
-    /// "Evaluation order").
+    /// Whether the rule belongs to upstream's second pass (the relationship pass, after every
+    /// event passed the event-local and head rules): the relational rules, P12 and the surface
+    /// fold S7–S8 (strata's rules 7–9). A first-pass refusal at a later seq is reported before
+    /// a second-pass one at an earlier seq (docs/rules.md, "Evaluation order").
     pub fn is_second_pass(self) -> bool {
-        crate::relations::is_second_pass(self)
+        let id = self.id();
+        (id.starts_with('R') && id[1..].bytes().all(|b| b.is_ascii_digit()))
+            || matches!(
+                self,
+                Rule::DataNotJsonObject
+                    | Rule::ReplaceStartNotFound
+                    | Rule::ReplaceEndNotFound
+                    | Rule::ReplaceEndpointsReversed
+                    | Rule::ReplaceUncoveredSource
+                    | Rule::ToolResultReplaceMulti
+                    | Rule::ToolResultReplaceWrongTarget
+                    | Rule::ToolResultReplaceChangesNonContent
+            )
     }
 }
 

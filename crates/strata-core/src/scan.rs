@@ -215,7 +215,7 @@ fn scan_envelope<'a>(text: &'a str, arena: Option<&'a bumpalo::Bump>) -> Option<
                     let Some(TypeField::Tag(event_type)) = &raw.event_type else {
                         return None;
                     };
-                    let depth = crate::accept::scan_depth(event_type);
+                    let depth = crate::read_depth::scan_depth(event_type);
                     if depth > 0 && arena.is_some() {
                         let built = scanner.view(depth, 0)?;
                         view = Some(PreparedView { depth, view: built });

@@ -7,9 +7,9 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::event::{Event, EventType};
+use crate::fold::{fold_accepted, Fold};
 use crate::rule::AcceptError;
 use crate::seq::Seq;
-use crate::session::{fold_accepted, Fold};
 use crate::view::{Kind, Node, View};
 
 /// What a log holds, counted.

@@ -442,7 +442,7 @@ fn is_opaque(raw: &RawEvent) -> bool {
     raw.ignorable() == Some(&Value::Bool(true))
         && raw
             .type_tag()
-            .is_some_and(|tag| !Generation::V3.is_known_type(&EventType::parse(tag)))
+            .is_some_and(|tag| !EventType::parse(tag).is_known_in(Generation::V3))
 }
 
 /// Appends one event line (with its `\n`) in V3 spelling with range-encoded sources.

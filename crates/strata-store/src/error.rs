@@ -90,7 +90,7 @@ pub enum StoreError {
         "{}: the first zstd frame does not hold exactly the header line, which is dsh's \
          framing and what a writer needs; {}",
         path.display(),
-        crate::jsonl::FOREIGN_FRAMING_HINT
+        crate::zstd::FOREIGN_FRAMING_HINT
     )]
     ForeignFraming {
         /// The file.

@@ -45,11 +45,6 @@ use strata_format::layout::{
 use strata_format::lines::DEFAULT_MAX_RECORD_LEN;
 use strata_format::zstd_frame::{FrameCompressor, DEFAULT_LEVEL};
 
-/// What a refusal of a zstd file in another framing than dsh's tells the user to do.
-pub(crate) const FOREIGN_FRAMING_HINT: &str = "a file compressed another way (by the `zstd` \
-    tool, say) is read by the reading commands but never appended to; `strata convert FILE \
-    jsonl-zstd:DIR` copies it into a store in dsh's framing";
-
 /// How a JSONL root stores its logs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Compression {
@@ -540,7 +535,6 @@ use publish::{
     create_dir_durable, fsync_dir, open_rw, publish_new, sync_what_was_read, write_whole_log,
     PublishError,
 };
-pub use read::ensure_not_shrunk;
 use read::{read_all, torn_frame_records};
 pub(crate) use read::{read_header, JsonlRows};
 pub(crate) use tail::{read_tail_raw, read_tail_zstd};

@@ -59,14 +59,7 @@ pub use writer::{SessionWriter, CHECKPOINT_EVERY};
 
 pub mod synth;
 
-/// The file primitives the JSONL store is built from, for crates that read or publish dsh
-/// files outside a store (strata-migrate's readers of older generations and its migration
-/// publisher): the shrink check a streaming read ends with, and the locked temporary files a
-/// publish writes first (docs/format.md §5b).
-pub mod file_io {
-    pub use crate::jsonl::ensure_not_shrunk;
-    pub use crate::temp::{dir_of, sweep, TempFile};
-}
+pub mod file_io;
 
 /// What the fuzz harnesses of `crates/strata-fuzz` reach past the public store path: the
 /// offset index (an index entry's check would stop almost every mutated input before its

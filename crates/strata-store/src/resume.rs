@@ -29,11 +29,11 @@ use strata_core::{Checkpoint, EventSource, RawEvent, Seq, SessionHeader, SourceE
 
 use crate::backend::{Batch, EventRows, LogAppender, LogStream, ResumePoint, TornInfo};
 use crate::error::StoreError;
+use crate::file_io::ensure_not_shrunk;
 use crate::index::{
     IndexIdentity, OffsetIndex, RecordPos, ENTRY_LEN as INDEX_ENTRY_LEN,
     HEADER_LEN as INDEX_HEADER_LEN, INDEX_FILE_NAME,
 };
-use crate::jsonl::ensure_not_shrunk;
 use strata_format::checkpoint::{self, fnv64, fnv64_hex, Evidence};
 use strata_format::codec::{decode_event_line, Location};
 use strata_format::frames::scan_frames;

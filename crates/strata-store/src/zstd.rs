@@ -44,6 +44,11 @@ const FRAME_MAGIC: u32 = 0xFD2F_B528;
 /// reaches it.
 const NOT_YET: u64 = u64::MAX;
 
+/// What a refusal of a zstd file in another framing than dsh's tells the user to do.
+pub(crate) const FOREIGN_FRAMING_HINT: &str = "a file compressed another way (by the `zstd` \
+    tool, say) is read by the reading commands but never appended to; `strata convert FILE \
+    jsonl-zstd:DIR` copies it into a store in dsh's framing";
+
 thread_local! {
     /// Whether streams on this thread hand their decoder on ([`reuse_decoders`]).
     static REUSE: Cell<bool> = const { Cell::new(false) };
@@ -365,7 +370,7 @@ impl Read for ZstdStream {
                         };
                         format!(
                             "{error}, which dsh's framing never writes ({})",
-                            crate::jsonl::FOREIGN_FRAMING_HINT
+                            FOREIGN_FRAMING_HINT
                         )
                     } else {
                         let error = FrameError::BadMagic {
@@ -438,7 +443,7 @@ impl Read for ZstdStream {
                     let detail = format!(
                         "complete zstd frame at offset {start} contains a torn JSONL record: \
                          corrupt, or not in dsh's framing ({})",
-                        crate::jsonl::FOREIGN_FRAMING_HINT
+                        FOREIGN_FRAMING_HINT
                     );
                     if filled == 0 {
                         return Err(self.fail(detail));

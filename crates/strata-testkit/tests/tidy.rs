@@ -8,9 +8,11 @@
 //! - no absolute path of a development machine stands in the repository (the repository must
 //!   stand on its own on any machine);
 //! - the crate graph points down: a library depends only on crates in layers below its own;
+//! - no module of a crate reaches itself through `crate::` paths (no module circles);
 //! - every crate root states its `unsafe` rule (forbidden, or denied with each
 //!   site allowed where it stands: the store, the fuzz harnesses).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -276,4 +278,125 @@ fn every_crate_root_states_its_unsafe_rule() {
         .map(|(file, rule)| format!("{file}: {rule}"))
         .collect();
     assert!(missing.is_empty(), "missing unsafe rules: {missing:#?}");
+}
+
+/// The top-level modules of `crate_dir/src` each non-test source names through `crate::…`
+/// (its own name excluded): the edges of the crate's module graph.
+fn module_edges(crate_dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let src = crate_dir.join("src");
+    let mut sources = Vec::new();
+    files(&src, &[".rs"], &mut sources);
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for path in &sources {
+        let Ok(rel) = path.strip_prefix(&src) else {
+            continue;
+        };
+        let rel = rel.to_string_lossy().replace('\\', "/");
+        let test_file = rel.ends_with("tests.rs") || rel.contains("/tests/");
+        let top = rel.split('/').next().unwrap_or("").trim_end_matches(".rs");
+        if test_file || matches!(top, "lib" | "main" | "bin") {
+            continue;
+        }
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        // A file's own tests come last, after `#[cfg(test)]`; they may use anything.
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        let targets = edges.entry(top.to_owned()).or_default();
+        for line in code
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("//"))
+        {
+            let mut rest = line;
+            while let Some(at) = rest.find("crate::") {
+                rest = &rest[at + "crate::".len()..];
+                let names: Vec<&str> = match rest.strip_prefix('{') {
+                    // `use crate::{a, b::c}` on one line names `a` and `b`.
+                    Some(group) => group
+                        .split(['}', ','])
+                        .map(|item| item.trim().split("::").next().unwrap_or(""))
+                        .collect(),
+                    None => vec![rest
+                        .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                        .next()
+                        .unwrap_or("")],
+                };
+                for name in names {
+                    if !name.is_empty()
+                        && name != top
+                        && name.starts_with(|c: char| c.is_ascii_lowercase())
+                    {
+                        targets.insert(name.to_owned());
+                    }
+                }
+            }
+        }
+    }
+    let modules: BTreeSet<String> = edges.keys().cloned().collect();
+    for targets in edges.values_mut() {
+        targets.retain(|target| modules.contains(target));
+    }
+    edges
+}
+
+/// Every module that can reach itself through `edges`, with the modules on its way back.
+fn module_circles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let mut circles = Vec::new();
+    for start in edges.keys() {
+        let mut seen = BTreeSet::new();
+        let mut stack: Vec<&String> = edges[start].iter().collect();
+        while let Some(module) = stack.pop() {
+            if module == start {
+                let others: Vec<&String> = seen.iter().collect();
+                circles.push(format!("{start} reaches itself (through {others:?})"));
+                break;
+            }
+            if seen.insert(module.clone()) {
+                stack.extend(edges.get(module).into_iter().flatten());
+            }
+        }
+    }
+    circles
+}
+
+#[test]
+fn no_module_reaches_itself() {
+    let mut crates = Vec::new();
+    for entry in std::fs::read_dir(root().join("crates"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if entry.path().join("src").is_dir() {
+            crates.push(entry.path());
+        }
+    }
+    assert!(crates.len() >= 9, "found only {} crates", crates.len());
+    let mut found = Vec::new();
+    for crate_dir in &crates {
+        let edges = module_edges(crate_dir);
+        for circle in module_circles(&edges) {
+            found.push(format!("{}: {circle}", relative(crate_dir)));
+        }
+    }
+    assert!(found.is_empty(), "module circles: {found:#?}");
+}
+
+#[test]
+fn the_circle_check_sees_a_circle() {
+    let edges: BTreeMap<String, BTreeSet<String>> = [
+        ("a", vec!["b"]),
+        ("b", vec!["c"]),
+        ("c", vec!["a"]),
+        ("d", vec!["a"]),
+    ]
+    .into_iter()
+    .map(|(module, targets)| {
+        (
+            module.to_owned(),
+            targets.into_iter().map(str::to_owned).collect(),
+        )
+    })
+    .collect();
+    let circles = module_circles(&edges);
+    assert_eq!(circles.len(), 3, "{circles:#?}");
+    assert!(circles.iter().all(|circle| !circle.starts_with('d')));
 }

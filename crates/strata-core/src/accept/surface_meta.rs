@@ -131,9 +131,8 @@ pub(super) fn check_marker(
     let has_sources = raw_sources.is_some() || typed.is_some_and(|(_, sources)| sources.is_some());
 
     // Rule 2a: log-only types.
-    if !generation.is_surface_type(event_type) {
-        if ignorable && generation.keeps_opaque_metadata() && !generation.is_known_type(event_type)
-        {
+    if !event_type.is_surface_in(generation) {
+        if ignorable && generation.keeps_opaque_metadata() && !event_type.is_known_in(generation) {
             return Ok(Marker::Done(SurfaceMeta::Opaque {
                 surface_op: raw_op
                     .cloned()

@@ -190,8 +190,8 @@ strata_testkit::proptest! {
         let events = session.events().unwrap();
         let prefix = &events[..((events.len() as f64 * cut) as usize).min(events.len())];
         let generation = session.generation();
-        let replayed = crate::session::fold_accepted(prefix).unwrap();
-        let refolded = crate::session::fold_window(
+        let replayed = crate::fold::fold_accepted(prefix).unwrap();
+        let refolded = crate::fold::fold_window(
             generation,
             Seq::ZERO,
             prefix.iter().map(|event| RawEvent::from_event_in(event, generation)),
@@ -217,9 +217,9 @@ fn fold_accepted_refuses_events_out_of_their_places() {
         .iter()
         .position(|event| matches!(event.surface_op(), Some(crate::SurfaceOp::Replace(_))))
         .unwrap();
-    let error = crate::session::fold_accepted(&events[replace..]).unwrap_err();
+    let error = crate::fold::fold_accepted(&events[replace..]).unwrap_err();
     assert!(error.to_string().contains("expected 0"), "{error}");
     let mut shuffled: Vec<Arc<Event>> = events.to_vec();
     shuffled.swap(1, 2);
-    assert!(crate::session::fold_accepted(&shuffled).is_err());
+    assert!(crate::fold::fold_accepted(&shuffled).is_err());
 }

@@ -304,7 +304,7 @@ fn surface_49_surface_event_needs_a_marker() {
 // and system messages; brackets and attempts are not.
 #[test]
 fn surface_50_surface_eligible_types() {
-    let eligible = |tag: &str| Generation::V3.is_surface_type(&EventType::parse(tag));
+    let eligible = |tag: &str| EventType::parse(tag).is_surface_in(Generation::V3);
     for tag in [
         "user/message",
         "assistant/message",

@@ -371,7 +371,7 @@ impl LegacyReader {
             && map
                 .get("type")
                 .and_then(Value::as_str)
-                .is_some_and(|tag| !self.generation.is_known_type(&EventType::parse(tag)));
+                .is_some_and(|tag| !EventType::parse(tag).is_known_in(self.generation));
         if opaque {
             return Ok(value);
         }

@@ -391,7 +391,7 @@ pub fn restore_v2<S: RestoreSink>(
 fn check_message(generation: Generation, row: &RawEvent) -> Result<(), Rejection> {
     let is_message = row
         .type_tag()
-        .is_some_and(|tag| generation.is_surface_type(&EventType::parse(tag)));
+        .is_some_and(|tag| EventType::parse(tag).is_surface_in(generation));
     if !is_message {
         return Ok(());
     }
@@ -451,7 +451,7 @@ fn check_vocabulary(generation: Generation, id: &str, event: &Value) -> Result<(
     let tag = event.get("type");
     let known = tag
         .and_then(Value::as_str)
-        .is_some_and(|tag| generation.is_known_type(&EventType::parse(tag)));
+        .is_some_and(|tag| EventType::parse(tag).is_known_in(generation));
     if known || event.get("ignorable") == Some(&Value::Bool(true)) {
         return Ok(());
     }

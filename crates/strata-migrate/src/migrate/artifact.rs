@@ -221,7 +221,7 @@ fn envelope(event: &Map<String, Value>, index: u64) -> Result<(), String> {
     };
     let event_type = EventType::parse(tag);
     let ignorable = event.get("ignorable") == Some(&Value::Bool(true));
-    let known = Generation::V2.is_known_type(&event_type)
+    let known = event_type.is_known_in(Generation::V2)
         || matches!(tag, "feedback/message-put" | "feedback/message-delete");
     if !known && !ignorable {
         return Err(format!(
@@ -236,7 +236,7 @@ fn envelope(event: &Map<String, Value>, index: u64) -> Result<(), String> {
             ));
         }
     }
-    let surface_metadata = !known || Generation::V2.is_surface_type(&event_type);
+    let surface_metadata = !known || event_type.is_surface_in(Generation::V2);
     let allowed = |key: &str| {
         matches!(key, "type" | "seq" | "time" | "data" | "ignorable")
             || (surface_metadata && matches!(key, "surfaceOp" | "sourceEventSeqs"))

@@ -242,7 +242,7 @@ impl<I: Iterator<Item = StageItem>> V2ToV3<I> {
     fn audit(&mut self, staged: &Staged) -> Result<(), MigrateError> {
         let tag = staged.event_type();
         let seq = staged.seq().unwrap_or(0);
-        let known = Generation::V2.is_known_type(&EventType::parse(tag))
+        let known = EventType::parse(tag).is_known_in(Generation::V2)
             || matches!(tag, "feedback/message-put" | "feedback/message-delete");
         if !known {
             return Err(self.refuse(

@@ -2,7 +2,7 @@
 //! or in the decode pool, with the checks that the file did not shrink under the reader.
 
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -12,6 +12,7 @@ use strata_core::{RawEvent, SessionHeader};
 use crate::backend::{EventRows, LogStream, TornInfo};
 use crate::decode_pool::{DecodePool, NoPages, RecordBatch, RecordDecoder, RecordSource};
 use crate::error::StoreError;
+use crate::file_io::ensure_not_shrunk;
 use crate::zstd::ZstdStream;
 use strata_format::codec::{scan_event_line_at, JsonlReader, Location, ReaderOptions};
 use strata_format::zstd_frame::recoverable_prefix;
@@ -322,22 +323,6 @@ impl EventRows for JsonlRows {
         };
         Some((done.min(self.file_len), self.file_len))
     }
-}
-
-/// Fails when `file` (`len_at_open` bytes long when its read began) is shorter now: the read
-/// ended early because the file was cut under it, and the end it saw is not the log's.
-pub fn ensure_not_shrunk(file: &File, len_at_open: u64) -> io::Result<()> {
-    let len_now = file.metadata()?.len();
-    if len_now < len_at_open {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            format!(
-                "the file shrank from {len_at_open} to {len_now} bytes while it was read \
-                 (another program truncated it); read it again"
-            ),
-        ));
-    }
-    Ok(())
 }
 
 /// The complete records a torn final zstd frame starting at `start` decodes to (best effort).

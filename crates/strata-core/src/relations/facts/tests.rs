@@ -80,7 +80,7 @@ fn check(text: &str) {
 /// The facts a decoding thread reads from a row's view (serde's and the scanner's, at the
 /// depth acceptance builds, and shallower) are the lookups' whenever the view gives them.
 fn check_views(event_type: &EventType, text: &str, looked_up: &Message) {
-    for depth in 0..=crate::accept::scan_depth(event_type) {
+    for depth in 0..=crate::read_depth::scan_depth(event_type) {
         if let Some(view) = View::parse(text, depth) {
             if let Some(facts) = Message::from_view(event_type, &view) {
                 assert_eq!(
