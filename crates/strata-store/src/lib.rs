@@ -98,6 +98,7 @@ mod memory;
 mod postgres;
 mod powerloss;
 mod resume;
+mod sql_row;
 mod sqlite;
 mod store;
 mod temp;

@@ -1,7 +1,8 @@
 //! strata-testkit: test support shared by strata's crates. It is only ever a dev-dependency,
 //! so nothing here reaches a library's non-test code (strata-core's "no I/O" holds).
 //!
-//! It holds [`proptest!`](crate::proptest!): proptest's macro, run in two passes.
+//! It holds the file faults the store's and the migration's tests stage alike ([`files`]), and
+//! [`proptest!`](crate::proptest!): proptest's macro, run in two passes.
 //!
 //! 1. **The fixed pass** runs the config the test gives, on its fixed seed (or on
 //!    [`FIXED_SEED`] when it asked for a random one). Its cases are the same on every run, so
@@ -52,6 +53,8 @@ use proptest::test_runner::{Config, FileFailurePersistence, RngSeed};
 
 #[doc(hidden)]
 pub use proptest as __proptest;
+
+pub mod files;
 
 /// The fixed pass's seed for a property whose config asks for a random one. Sites with a
 /// fixed seed of their own keep it (their first pass is exactly what they ran before).

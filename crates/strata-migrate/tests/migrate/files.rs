@@ -4,69 +4,12 @@
 //! (docs/format.md §5b). The store's own cases are in strata-store's `shrink` and
 //! `temp_files` tests; these are the same checks on the older generations' paths.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs;
 use std::path::{Path, PathBuf};
 
-use fs4::fs_std::FileExt as _;
 use strata_migrate::legacy::LegacyReader;
 use strata_migrate::migrate::migrate_file;
-
-/// Cuts `path` to `len` bytes, as `truncate(1)` would.
-fn cut(path: &Path, len: u64) {
-    OpenOptions::new()
-        .write(true)
-        .open(path)
-        .and_then(|file| file.set_len(len))
-        .expect("truncate the log");
-}
-
-/// Asserts that `error` is the shrink error and names `path`.
-fn assert_shrank(error: &dyn std::fmt::Display, path: &Path) {
-    let text = error.to_string();
-    assert!(
-        text.contains("shrank") && text.contains(&path.display().to_string()),
-        "expected a shrink error naming {}, got: {text}",
-        path.display()
-    );
-}
-
-/// Drains `rows` after cutting the file: the last item must be the shrink error.
-fn drain_after_cut<T, E: std::fmt::Display>(
-    mut rows: impl Iterator<Item = Result<T, E>>,
-    path: &Path,
-) {
-    rows.next()
-        .expect("a first row")
-        .unwrap_or_else(|error| panic!("first row: {error}"));
-    let file_len = std::fs::metadata(path).expect("stat").len();
-    cut(path, file_len / 8);
-    let last = rows.last().expect("rows after the cut");
-    match last {
-        Ok(_) => panic!("the read of {} ended without an error", path.display()),
-        Err(error) => assert_shrank(&error, path),
-    }
-}
-
-/// A temp file as a killed writer leaves it: partly written, unlocked.
-fn plant_stale(target: &Path, nonce: &str) -> PathBuf {
-    let mut name = target.as_os_str().to_owned();
-    name.push(format!(".{nonce}.tmp"));
-    let path = PathBuf::from(name);
-    fs::write(
-        &path,
-        b"{\"type\":\"session\",\"version\":3,\"id\":\"cut off her",
-    )
-    .unwrap();
-    path
-}
-
-/// A temp file a live writer holds: planted, and locked until the returned file is dropped.
-fn plant_live(target: &Path, nonce: &str) -> (PathBuf, File) {
-    let path = plant_stale(target, nonce);
-    let holder = File::open(&path).unwrap();
-    assert!(holder.try_lock_exclusive().unwrap());
-    (path, holder)
-}
+use strata_testkit::files::{drain_after_cut, plant_live_temp, plant_stale_temp};
 
 #[test]
 fn a_v0_log_cut_under_the_legacy_reader_ends_with_a_shrink_error() {
@@ -102,8 +45,8 @@ fn a_migration_removes_a_killed_migrations_temp_beside_its_target() {
     old_name.push(".0000012345ab.migrating.tmp");
     let stale_old = PathBuf::from(old_name);
     fs::write(&stale_old, b"partial").unwrap();
-    let stale = plant_stale(&target, "0123456789ab");
-    let (live, _holder) = plant_live(&target, "ba9876543210");
+    let stale = plant_stale_temp(&target, "0123456789ab");
+    let (live, _holder) = plant_live_temp(&target, "ba9876543210");
     let report = migrate_file(&source).unwrap();
     assert_eq!(report.target, target);
     assert!(!stale_old.exists() && !stale.exists());

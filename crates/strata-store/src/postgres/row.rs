@@ -13,11 +13,11 @@ use std::sync::Arc;
 use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::Type;
 use postgres::Row;
-use serde_json::Value;
-use strata_core::{Event, RawEvent, ReplaceSpelling, SurfaceMeta};
+use strata_core::{Event, RawEvent};
 
 use crate::error::StoreError;
-use strata_format::codec::{decode_event_line, write_range_sources, CodecError, Location};
+use crate::sql_row::envelope_columns;
+use strata_format::codec::{decode_event_line, CodecError, Location};
 
 /// The column values of a batch of events, as the append statement's array parameters take
 /// them.
@@ -44,7 +44,7 @@ impl<'e> Columns<'e> {
             ignorable: Vec::with_capacity(events.len()),
         };
         for event in events {
-            let (sources, surface_op) = envelope(event);
+            let (sources, surface_op) = envelope_columns(event);
             columns
                 .seqs
                 .push(i64::try_from(event.seq().get()).unwrap_or(i64::MAX));
@@ -60,28 +60,6 @@ impl<'e> Columns<'e> {
 
     pub(super) fn len(&self) -> usize {
         self.seqs.len()
-    }
-}
-
-/// `sourceEventSeqs` (JSONL range encoding) and `surfaceOp` as stored JSON texts.
-fn envelope(event: &Event) -> (Option<String>, Option<String>) {
-    match event.meta() {
-        SurfaceMeta::LogOnly => (None, None),
-        SurfaceMeta::Surface { op, sources } => (
-            sources.as_ref().map(|sources| {
-                let mut out = Vec::new();
-                write_range_sources(sources, &mut out);
-                String::from_utf8_lossy(&out).into_owned()
-            }),
-            Some(op.to_value(ReplaceSpelling::StartSeqEndSeq).to_string()),
-        ),
-        SurfaceMeta::Opaque {
-            surface_op,
-            source_event_seqs,
-        } => (
-            source_event_seqs.as_deref().map(Value::to_string),
-            surface_op.as_deref().map(Value::to_string),
-        ),
     }
 }
 

@@ -6,13 +6,13 @@ use std::sync::Arc;
 
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection};
-use serde_json::Value;
 use strata_core::ingest::{ScanArena, ScannedRow};
-use strata_core::{Event, ReplaceSpelling, SurfaceMeta};
+use strata_core::Event;
 
 use crate::decode_pool::RecordDecoder;
 use crate::error::StoreError;
-use strata_format::codec::{expand_sources, scan_json_row, write_range_sources, Location};
+use crate::sql_row::envelope_columns;
+use strata_format::codec::{expand_sources, scan_json_row, Location};
 
 /// `data` payloads at least this long are stored zstd-compressed when that is smaller.
 pub const COMPRESS_THRESHOLD: usize = 4096;
@@ -75,24 +75,7 @@ pub(super) fn event_row(event: &Event) -> Row {
     } else {
         SqlValue::Text(data.to_owned())
     };
-    let (sources, surface_op) = match event.meta() {
-        SurfaceMeta::LogOnly => (None, None),
-        SurfaceMeta::Surface { op, sources } => (
-            sources.as_ref().map(|sources| {
-                let mut out = Vec::new();
-                write_range_sources(sources, &mut out);
-                String::from_utf8_lossy(&out).into_owned()
-            }),
-            Some(op.to_value(ReplaceSpelling::StartSeqEndSeq).to_string()),
-        ),
-        SurfaceMeta::Opaque {
-            surface_op,
-            source_event_seqs,
-        } => (
-            source_event_seqs.as_deref().map(Value::to_string),
-            surface_op.as_deref().map(Value::to_string),
-        ),
-    };
+    let (sources, surface_op) = envelope_columns(event);
     Row {
         seq: i64::try_from(event.seq().get()).unwrap_or(i64::MAX),
         event_type: event.event_type().as_str().to_owned(),

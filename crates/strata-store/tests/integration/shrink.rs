@@ -6,47 +6,11 @@
 //! process surviving is half the check. (The v0 reader's case is strata-migrate's.)
 
 use std::fs::OpenOptions;
-use std::path::Path;
 
 use strata_store::{scan_log, write_log, Compression, JsonlBackend, JsonlConfig, Store};
+use strata_testkit::files::drain_after_cut;
 
 use crate::common::{find_log, long_session};
-
-/// Cuts `path` to `len` bytes, as `truncate(1)` would.
-fn cut(path: &Path, len: u64) {
-    OpenOptions::new()
-        .write(true)
-        .open(path)
-        .and_then(|file| file.set_len(len))
-        .expect("truncate the log");
-}
-
-/// Asserts that `error` is the shrink error and names `path`.
-fn assert_shrank(error: &dyn std::fmt::Display, path: &Path) {
-    let text = error.to_string();
-    assert!(
-        text.contains("shrank") && text.contains(&path.display().to_string()),
-        "expected a shrink error naming {}, got: {text}",
-        path.display()
-    );
-}
-
-/// Drains `rows` after cutting the file: the last item must be the shrink error.
-fn drain_after_cut<T, E: std::fmt::Display>(
-    mut rows: impl Iterator<Item = Result<T, E>>,
-    path: &Path,
-) {
-    rows.next()
-        .expect("a first row")
-        .unwrap_or_else(|error| panic!("first row: {error}"));
-    let file_len = std::fs::metadata(path).expect("stat").len();
-    cut(path, file_len / 8);
-    let last = rows.last().expect("rows after the cut");
-    match last {
-        Ok(_) => panic!("the read of {} ended without an error", path.display()),
-        Err(error) => assert_shrank(&error, path),
-    }
-}
 
 #[test]
 fn a_raw_and_a_zstd_log_cut_under_scan_log_end_with_a_shrink_error() {

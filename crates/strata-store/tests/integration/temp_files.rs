@@ -8,34 +8,13 @@
 //! a descriptor of its own (a lock of another open file description, as another process's
 //! would be). `strata-cli`'s tests kill a real `strata import` mid-publish.
 
-use std::fs::{self, File};
-use std::path::{Path, PathBuf};
+use std::fs;
+use std::path::Path;
 
-use fs4::fs_std::FileExt as _;
 use strata_store::{write_log, Compression, JsonlBackend, JsonlConfig, Store};
+use strata_testkit::files::{plant_live_temp, plant_stale_temp};
 
 use crate::common::{append_turns, header};
-
-/// A temp file as a killed writer leaves it: partly written, unlocked.
-fn plant_stale(target: &Path, nonce: &str) -> PathBuf {
-    let mut name = target.as_os_str().to_owned();
-    name.push(format!(".{nonce}.tmp"));
-    let path = PathBuf::from(name);
-    fs::write(
-        &path,
-        b"{\"type\":\"session\",\"version\":3,\"id\":\"cut off her",
-    )
-    .unwrap();
-    path
-}
-
-/// A temp file a live writer holds: planted, and locked until the returned file is dropped.
-fn plant_live(target: &Path, nonce: &str) -> (PathBuf, File) {
-    let path = plant_stale(target, nonce);
-    let holder = File::open(&path).unwrap();
-    assert!(holder.try_lock_exclusive().unwrap());
-    (path, holder)
-}
 
 fn jsonl(root: &Path, compression: Compression) -> Store {
     Store::new(JsonlBackend::new(JsonlConfig::new(root, compression)))
@@ -52,8 +31,8 @@ fn a_jsonl_create_removes_a_killed_writers_temp_and_keeps_a_live_ones() {
         let session_dir = root.join("--home-user-project--").join("s1");
         fs::create_dir_all(&session_dir).unwrap();
         let target = session_dir.join(file_name);
-        let stale = plant_stale(&target, "0123456789ab");
-        let (live, holder) = plant_live(&target, "ba9876543210");
+        let stale = plant_stale_temp(&target, "0123456789ab");
+        let (live, holder) = plant_live_temp(&target, "ba9876543210");
         let unrelated = session_dir.join("notes.tmp");
         fs::write(&unrelated, b"not ours").unwrap();
 
@@ -88,8 +67,8 @@ fn write_log_removes_a_killed_writers_temp_beside_its_path() {
     writer.close().unwrap();
     let session = store.load("s1").unwrap();
     let out = dir.path().join("export.jsonl");
-    let stale = plant_stale(&out, "00000000cafe");
-    let (live, _holder) = plant_live(&out, "00000000beef");
+    let stale = plant_stale_temp(&out, "00000000cafe");
+    let (live, _holder) = plant_live_temp(&out, "00000000beef");
     write_log(&out, session.header(), session.events().unwrap()).unwrap();
     assert!(!stale.exists());
     assert!(live.exists());
