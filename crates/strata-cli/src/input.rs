@@ -30,10 +30,7 @@ use anyhow::Context;
 use strata_core::{SeedOptions, Session};
 use strata_migrate::open::{self, LogError};
 use strata_migrate::DshRoot;
-use strata_store::{
-    restore_stream, scan_log, Compression, LogStream, PostgresBackend, PostgresConfig, Store,
-    StoreError,
-};
+use strata_store::{restore_stream, scan_log, Compression, LogStream, Store, StoreError};
 
 use crate::progress::{self, Progress};
 
@@ -122,7 +119,7 @@ pub fn open_store(spec: Option<&str>) -> anyhow::Result<Store> {
         );
     }
     if is_postgres(&spec) {
-        return Ok(Store::new(open_postgres(&spec, true)?));
+        return open_postgres_store(&spec, true);
     }
     if let Some(dir) = spec.strip_prefix("jsonl:") {
         return Ok(Store::jsonl(dir, Compression::None));
@@ -209,10 +206,33 @@ pub fn is_postgres(spec: &str) -> bool {
 
 /// Connects to the PostgreSQL store at `url`; `create` lets an empty schema become a store
 /// (lookups pass `false`, so a typo leaves nothing behind).
-pub fn open_postgres(url: &str, create: bool) -> anyhow::Result<PostgresBackend> {
-    let config = PostgresConfig::from_url(url)?.create_schema(create);
+#[cfg(feature = "postgres")]
+pub fn open_postgres(url: &str, create: bool) -> anyhow::Result<strata_store::PostgresBackend> {
+    let config = strata_store::PostgresConfig::from_url(url)?.create_schema(create);
     let store = config.describe().to_owned();
-    PostgresBackend::open(config).with_context(|| format!("open the store {store}"))
+    strata_store::PostgresBackend::open(config).with_context(|| format!("open the store {store}"))
+}
+
+/// The PostgreSQL store at `url` as a [`Store`] (see `open_postgres`); in a strata built
+/// without the `postgres` feature, an error that says so.
+pub fn open_postgres_store(url: &str, create: bool) -> anyhow::Result<Store> {
+    #[cfg(feature = "postgres")]
+    return Ok(Store::new(open_postgres(url, create)?));
+    #[cfg(not(feature = "postgres"))]
+    {
+        let _ = create;
+        Err(postgres_left_out(url))
+    }
+}
+
+/// Why a `postgres://` address cannot be used by a strata built without PostgreSQL.
+#[cfg(not(feature = "postgres"))]
+pub fn postgres_left_out(url: &str) -> anyhow::Error {
+    let url = url.split_once('@').map_or(url, |(_, host)| host);
+    anyhow::anyhow!(
+        "{url}: this strata was built without PostgreSQL stores; rebuild it with the `postgres` \
+         feature (on by default): cargo install --path crates/strata-cli"
+    )
 }
 
 /// Splits `postgres://…#ID` into the address and the id.
@@ -256,10 +276,10 @@ pub fn resolve(arg: &Path, store: Option<&str>) -> Result<Input, LoadError> {
     }
     if is_postgres(text) {
         let (url, id) = postgres_reference(text).map_err(LoadError::Io)?;
-        let backend = open_postgres(url, false).map_err(LoadError::Io)?;
-        let label = format!("{}#{id}", backend.config().describe());
+        let store = open_postgres_store(url, false).map_err(LoadError::Io)?;
+        let label = format!("{}#{id}", store.backend().describe());
         return Ok(Input::Stored {
-            store: Store::new(backend),
+            store,
             id: id.to_owned(),
             label,
         });
@@ -400,6 +420,33 @@ impl From<LogError> for LoadError {
         match error {
             LogError::Invalid(rejection) => LoadError::Invalid(rejection),
             LogError::Unreadable(error) => LoadError::Io(anyhow::Error::new(error)),
+        }
+    }
+}
+
+/// A strata built without the `postgres` feature (CI builds and tests it so): every way of
+/// naming a PostgreSQL store gets the same plain refusal, which never echoes a password.
+#[cfg(all(test, not(feature = "postgres")))]
+mod without_postgres {
+    use super::*;
+
+    #[test]
+    fn a_postgres_address_names_the_missing_feature() {
+        let url = "postgres://agent:secret@db.internal/strata";
+        let errors = [
+            open_store(Some(url)).err().map(|error| error.to_string()),
+            resolve(Path::new(&format!("{url}#run-42")), None)
+                .err()
+                .map(|error| match error {
+                    LoadError::Io(error) => error.to_string(),
+                    LoadError::Invalid(rejection) => format!("{rejection:?}"),
+                }),
+        ];
+        for error in errors {
+            let error = error.unwrap_or_default();
+            assert!(error.contains("without PostgreSQL stores"), "{error}");
+            assert!(error.contains("`postgres`"), "{error}");
+            assert!(!error.contains("secret"), "{error}");
         }
     }
 }

@@ -247,11 +247,13 @@ mod migrate;
 mod view;
 
 // The PostgreSQL server harness of the store's tests, shared rather than copied.
+#[cfg(feature = "postgres")]
 #[path = "../../strata-store/tests/integration/pg.rs"]
 #[allow(dead_code)]
 mod pg;
 
 // PostgreSQL stores, `strata tail` and `strata convert` (issue 8).
+#[cfg(feature = "postgres")]
 #[path = "cli/postgres.rs"]
 mod postgres;
 

@@ -387,6 +387,26 @@ pub enum ReadFrom {
     Checkpoint,
 }
 
+/// Where following a session's new events starts (`strata tail`; PostgreSQL's follower).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FollowFrom {
+    /// At this seq (the session's length: only events appended from now on).
+    Seq(u64),
+    /// At the last `n` stored events (`tail -n`), counted when following starts, so no event
+    /// falls between the backlog and the live ones.
+    Last(u64),
+}
+
+impl FollowFrom {
+    /// The seq of the first event to hand out from a session of `n_stored` events.
+    pub fn first_seq(self, n_stored: u64) -> u64 {
+        match self {
+            FollowFrom::Seq(seq) => seq,
+            FollowFrom::Last(n) => n_stored.saturating_sub(n),
+        }
+    }
+}
+
 /// A storage backend: the seam every store implements with the contract in the module docs.
 pub trait Backend: Send + Sync {
     /// `kind:location`, for messages (`jsonl:/root`, `sqlite:/db`, `memory`).

@@ -247,6 +247,7 @@ pub enum StoreError {
     },
     /// A PostgreSQL operation failed (with the server's message, code and detail when the
     /// server sent one).
+    #[cfg(feature = "postgres")]
     #[error("{store}: {op}: {}", postgres_message(source))]
     Postgres {
         /// The store, as `postgres://user@host:port/db?schema=NAME` (never a password).
@@ -319,6 +320,7 @@ impl StoreError {
 
 /// The driver's error with what its `Display` leaves out: the server's severity, message,
 /// SQLSTATE and detail, or the chain of causes.
+#[cfg(feature = "postgres")]
 pub(crate) fn postgres_message(error: &postgres::Error) -> String {
     if let Some(db) = error.as_db_error() {
         let mut out = format!(
@@ -338,6 +340,7 @@ pub(crate) fn postgres_message(error: &postgres::Error) -> String {
 }
 
 /// An error and its sources, joined by `: `.
+#[cfg(feature = "postgres")]
 pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut out = error.to_string();
     let mut source = error.source();

@@ -5,8 +5,8 @@
 //! core), which owns the dsh bytes (line codec, naming, zstd frames, checkpoint record). The
 //! store owns files, databases and their guarantees: a [`Backend`] seam with a written
 //! contract, implemented by [`MemoryBackend`], [`JsonlBackend`] (raw or zstd, dsh's layout),
-//! [`SqliteBackend`] (the embedded default) and [`PostgresBackend`] (sessions shared by many
-//! hosts), and [`Store`] / [`SessionWriter`] on top. It never decides whether an event is
+//! [`SqliteBackend`] (the embedded default) and `PostgresBackend` (sessions shared by many
+//! hosts; the default-on cargo feature `postgres`), and [`Store`] / [`SessionWriter`] on top. It never decides whether an event is
 //! acceptable: every event passes through strata-core before a byte is written, and every
 //! stored log is judged by the core when it is loaded.
 //!
@@ -32,8 +32,8 @@
 #![deny(unsafe_code)]
 
 pub use backend::{
-    Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream, ReadFrom, ResumePoint,
-    StoredLog, TornInfo,
+    Backend, Batch, EventRows, FollowFrom, Listing, LoadFn, LogAppender, LogStream, ReadFrom,
+    ResumePoint, StoredLog, TornInfo,
 };
 pub use error::{AppendError, ForkError, LockHolder, StoreError};
 pub use index::INDEX_FILE_NAME;
@@ -44,10 +44,10 @@ pub use jsonl::{
 pub use lock::{SessionLock, LOCK_FILE_NAME};
 pub use loose::{lock_path_for, LooseFile};
 pub use memory::MemoryBackend;
+#[cfg(feature = "postgres")]
 pub use postgres::{
-    FollowFrom, Follower, PostgresBackend, PostgresConfig,
-    DEFAULT_SCHEMA as POSTGRES_DEFAULT_SCHEMA, MAX_ID_BYTES as POSTGRES_MAX_ID_BYTES,
-    SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION,
+    Follower, PostgresBackend, PostgresConfig, DEFAULT_SCHEMA as POSTGRES_DEFAULT_SCHEMA,
+    MAX_ID_BYTES as POSTGRES_MAX_ID_BYTES, SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION,
 };
 pub use resume::{remove_sidecars, CHECKPOINT_FILE_NAME};
 pub use sqlite::{
@@ -92,9 +92,11 @@ mod decode_pool;
 mod error;
 mod index;
 mod jsonl;
+mod keyed;
 mod lock;
 mod loose;
 mod memory;
+#[cfg(feature = "postgres")]
 mod postgres;
 mod powerloss;
 mod resume;

@@ -92,14 +92,14 @@ use strata_core::{Checkpoint, Event, RawEvent, SessionHeader};
 
 use crate::backend::load_resuming;
 use crate::backend::{
-    Backend, Batch, EventRows, Listing, LoadFn, LogAppender, LogStream, ReadFrom,
+    Backend, Batch, EventRows, FollowFrom, Listing, LoadFn, LogAppender, LogStream, ReadFrom,
 };
 use crate::error::{LockHolder, StoreError};
 use crate::memory::sort_newest_first;
 use strata_format::codec::{decode_header_line, encode_header_line, Location};
 use strata_format::lines::DEFAULT_MAX_RECORD_LEN;
 
-pub use follow::{FollowFrom, Follower};
+pub use follow::Follower;
 pub use schema::SCHEMA_VERSION;
 
 use pool::Pool;

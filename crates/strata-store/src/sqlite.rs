@@ -42,9 +42,10 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use strata_core::{Event, RawEvent, SessionHeader};
 
 use crate::backend::load_resuming;
-use crate::backend::{Backend, Listing, LoadFn, LogAppender, LogStream, ReadFrom, ResumePoint};
+use crate::backend::{Backend, Listing, LoadFn, LogAppender, LogStream, ReadFrom};
 use crate::decode_pool::{DecodePool, RecordDecoder};
 use crate::error::StoreError;
+use crate::keyed::{fitting, row_hash, KeyedSource};
 use crate::lock::SessionLock;
 use crate::memory::sort_newest_first;
 use strata_format::codec::{decode_header_line, encode_header_line, Location};
@@ -250,20 +251,20 @@ impl SqliteBackend {
         let Some(row) = rows.next().map_err(self.sql("read checkpoint evidence"))? else {
             return Ok(None);
         };
-        let mut bytes = Vec::new();
-        for column in 0..3 {
-            match row
-                .get_ref(column)
-                .map_err(self.sql("read checkpoint evidence"))?
-            {
-                ValueRef::Text(text) | ValueRef::Blob(text) => bytes.extend_from_slice(text),
-                ValueRef::Integer(value) => bytes.extend_from_slice(value.to_string().as_bytes()),
-                ValueRef::Real(value) => bytes.extend_from_slice(value.to_string().as_bytes()),
-                ValueRef::Null => {}
-            }
-            bytes.push(b'\n');
-        }
-        Ok(Some(strata_format::checkpoint::fnv64_hex(&bytes)))
+        let column = |index: usize| -> Result<Vec<u8>, StoreError> {
+            Ok(
+                match row
+                    .get_ref(index)
+                    .map_err(self.sql("read checkpoint evidence"))?
+                {
+                    ValueRef::Text(text) | ValueRef::Blob(text) => text.to_vec(),
+                    ValueRef::Integer(value) => value.to_string().into_bytes(),
+                    ValueRef::Real(value) => value.to_string().into_bytes(),
+                    ValueRef::Null => Vec::new(),
+                },
+            )
+        };
+        Ok(Some(row_hash(&column(0)?, &column(1)?, &column(2)?)))
     }
 
     /// The stored header text and next seq of a session.
@@ -308,31 +309,22 @@ impl SqliteBackend {
             let Some(record) = record else {
                 return Ok(None);
             };
-            let Ok((session_id, evidence, checkpoint)) =
-                strata_format::checkpoint::decode(&record, next_seq)
-            else {
+            let fitting = fitting(&record, id, &header_text, next_seq, |seq| {
+                self.row_hash_on(&conn, id, seq)
+            })?;
+            let Some(checkpoint) = fitting else {
                 return Ok(None);
             };
-            let fits = session_id == id
-                && evidence.n_events > 0
-                && evidence.n_events <= next_seq
-                && evidence.header_hash
-                    == strata_format::checkpoint::fnv64_hex(header_text.as_bytes())
-                && self.row_hash_on(&conn, id, evidence.n_events - 1)?.as_ref()
-                    == Some(&evidence.last_hash);
-            if !fits {
-                return Ok(None);
-            }
             (header, checkpoint)
         };
         let rows = self.rows(id, checkpoint.n_events)?;
-        let point = ResumePoint {
+        let point = KeyedSource::resume_point(
             checkpoint,
-            source: Arc::new(SqliteSource {
+            SqliteKeyed {
                 backend: self.clone(),
                 id: id.to_owned(),
-            }),
-        };
+            },
+        );
         Ok(Some(LogStream::resuming(
             header,
             self.location(id),
@@ -690,7 +682,7 @@ pub use group_commit::GroupCommitStats;
 use group_commit::GroupCommitter;
 
 use append::SqliteAppender;
-use read::{SqliteRows, SqliteSource};
+use read::{SqliteKeyed, SqliteRows};
 pub use rows::COMPRESS_THRESHOLD;
 use rows::{insert_events, SqliteRowDecoder};
 use schema::{connect, initialise};

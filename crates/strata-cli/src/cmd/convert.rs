@@ -23,7 +23,9 @@ use strata_store::{scan_log, LogStream, Store, StoreError, TornInfo};
 use super::import::{torn_tail_json, torn_tail_warning};
 use super::Status;
 use crate::cli::Format;
-use crate::input::{dsh_root, is_postgres, open_postgres, open_store, store_failure, LoadError};
+use crate::input::{
+    dsh_root, is_postgres, open_postgres_store, open_store, store_failure, LoadError,
+};
 use crate::output;
 use crate::progress::{self, Progress};
 
@@ -220,7 +222,7 @@ fn open_source(input: &str) -> anyhow::Result<Source> {
         return Ok(Source::Files(files));
     }
     if is_postgres(spec) {
-        let store = Store::new(open_postgres(spec, false)?);
+        let store = open_postgres_store(spec, false)?;
         return Ok(Source::Store { store, id });
     }
     let location = spec

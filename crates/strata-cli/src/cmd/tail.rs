@@ -11,16 +11,17 @@
 use std::time::Duration;
 
 use strata_core::{json, RawEvent};
-use strata_store::{FollowFrom, Follower, Store};
+#[cfg(feature = "postgres")]
+use strata_store::Follower;
+use strata_store::{FollowFrom, Store};
 
 use super::Status;
 use crate::cli::Format;
-use crate::input::{
-    is_postgres, open_postgres, postgres_reference, resolve, store_spec, Input, LoadError,
-};
+use crate::input::{is_postgres, postgres_reference, resolve, store_spec, Input, LoadError};
 use crate::output;
 
 /// How long one wait for new events lasts before it looks again (PostgreSQL).
+#[cfg(feature = "postgres")]
 const WAIT: Duration = Duration::from_secs(1);
 
 /// How often a store without notifications is read again.
@@ -29,6 +30,7 @@ const POLL: Duration = Duration::from_millis(250);
 /// Where the events come from.
 enum Source {
     /// A PostgreSQL follower: woken by notifications.
+    #[cfg(feature = "postgres")]
     Live(Box<Follower>),
     /// Any other store, read again every [`POLL`].
     Poll {
@@ -41,15 +43,16 @@ enum Source {
 
 impl Source {
     fn open(reference: &str, store: Option<&str>, from: FollowFrom) -> anyhow::Result<Source> {
-        if is_postgres(reference) {
-            let (url, id) = postgres_reference(reference)?;
-            let follower = open_postgres(url, false)?.follow(id, from)?;
-            return Ok(Source::Live(Box::new(follower)));
-        }
-        if let Some(url) = store_spec(store).filter(|spec| is_postgres(spec)) {
-            if !reference.contains('#') && !std::path::Path::new(reference).exists() {
-                let follower = open_postgres(&url, false)?.follow(reference, from)?;
+        if let Some((url, id)) = postgres_session(reference, store)? {
+            #[cfg(feature = "postgres")]
+            {
+                let follower = crate::input::open_postgres(&url, false)?.follow(&id, from)?;
                 return Ok(Source::Live(Box::new(follower)));
+            }
+            #[cfg(not(feature = "postgres"))]
+            {
+                let _ = id;
+                return Err(crate::input::postgres_left_out(&url));
             }
         }
         let input =
@@ -79,10 +82,7 @@ impl Source {
         };
         let next_seq = match from {
             FollowFrom::Seq(seq) => seq,
-            FollowFrom::Last(n) => {
-                let n_stored = store.read_from(&id, 0)?.len() as u64;
-                n_stored.saturating_sub(n)
-            }
+            FollowFrom::Last(_) => from.first_seq(store.read_from(&id, 0)?.len() as u64),
         };
         Ok(Source::Poll {
             store,
@@ -94,6 +94,7 @@ impl Source {
     /// The next events, possibly none after a wait.
     fn next_events(&mut self) -> anyhow::Result<Vec<RawEvent>> {
         match self {
+            #[cfg(feature = "postgres")]
             Source::Live(follower) => Ok(follower.wait(WAIT)?),
             Source::Poll {
                 store,
@@ -109,6 +110,22 @@ impl Source {
             }
         }
     }
+}
+
+/// The PostgreSQL address and session id `reference` names, if it names one: a
+/// `postgres://…#ID`, or a bare id (no file of that name) in a `postgres://` store.
+fn postgres_session(
+    reference: &str,
+    store: Option<&str>,
+) -> anyhow::Result<Option<(String, String)>> {
+    if is_postgres(reference) {
+        let (url, id) = postgres_reference(reference)?;
+        return Ok(Some((url.to_owned(), id.to_owned())));
+    }
+    let bare_id = !reference.contains('#') && !std::path::Path::new(reference).exists();
+    Ok(store_spec(store)
+        .filter(|spec| bare_id && is_postgres(spec))
+        .map(|url| (url, reference.to_owned())))
 }
 
 pub(crate) fn run(

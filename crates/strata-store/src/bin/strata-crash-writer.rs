@@ -25,8 +25,7 @@ use strata_core::{HeaderSpec, SessionHeader};
 use strata_format::encode_event_line;
 use strata_store::synth::turn_candidates;
 use strata_store::{
-    Compression, JsonlBackend, JsonlConfig, PostgresBackend, SessionWriter, SqliteBackend, Store,
-    StoreError,
+    Compression, JsonlBackend, JsonlConfig, SessionWriter, SqliteBackend, Store, StoreError,
 };
 
 fn main() -> ExitCode {
@@ -52,8 +51,10 @@ fn run(kind: &str, path: PathBuf, id: &str, text_len: usize) -> Result<(), Strin
         "raw" => Store::new(JsonlBackend::new(JsonlConfig::new(path, Compression::None))),
         "zstd" => Store::new(JsonlBackend::new(JsonlConfig::new(path, Compression::Zstd))),
         "sqlite" => Store::new(SqliteBackend::open(&path).map_err(|e| e.to_string())?),
+        #[cfg(feature = "postgres")]
         "postgres" => Store::new(
-            PostgresBackend::connect(&path.to_string_lossy()).map_err(|e| e.to_string())?,
+            strata_store::PostgresBackend::connect(&path.to_string_lossy())
+                .map_err(|e| e.to_string())?,
         ),
         other => return Err(format!("unknown backend {other:?}")),
     };

@@ -17,17 +17,8 @@ use strata_core::{RawEvent, SessionHeader};
 
 use super::schema::quote_ident;
 use super::{PostgresBackend, PAGE_ROWS};
+use crate::backend::FollowFrom;
 use crate::error::StoreError;
-
-/// Where a [`Follower`] starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FollowFrom {
-    /// At this seq (the session's length: only events appended from now on).
-    Seq(u64),
-    /// At the last `n` stored events (`tail -n`), counted when the follower starts listening,
-    /// so no event falls between the backlog and the live ones.
-    Last(u64),
-}
 
 /// A live view of one session's new events (see [`PostgresBackend::follow`]).
 pub struct Follower {
@@ -51,10 +42,7 @@ impl Follower {
         }
         let mut client = listen(&backend)?;
         let (header, n_stored) = backend.session_on(&mut client, id)?;
-        let next_seq = match from {
-            FollowFrom::Seq(seq) => seq,
-            FollowFrom::Last(n) => n_stored.saturating_sub(n),
-        };
+        let next_seq = from.first_seq(n_stored);
         Ok(Follower {
             backend,
             client,

@@ -1,30 +1,24 @@
-//! Lazy resume on PostgreSQL (issue 9): the checkpoint a session's `checkpoints` row holds, the
-//! evidence that ties it to the stored rows, the rows after it, and an [`EventSource`] that
-//! fetches the events it names by seq. The design is SQLite's (`sqlite.rs`): the primary key
-//! `(session_id, seq)` is the offset index, and the record is `strata_format::checkpoint`'s.
+//! Lazy resume on PostgreSQL (issue 9): the checkpoint a session's `checkpoints` row holds,
+//! the evidence row it is checked against, the rows after it, and the events it names fetched
+//! by seq. What SQLite shares — the checks on a record, the source by primary key — is
+//! `crate::keyed`'s, with its invariants; the record is `strata_format::checkpoint`'s.
 //!
 //! Invariants:
-//! - **Never trusted blindly.** A record is used only when it decodes, names this session,
-//!   covers `0 < nEvents ≤ next_seq` events, its `headerHash` is the FNV-1a 64 of the stored
-//!   header text, and its `lastHash` is that of the stored row at `nEvents − 1` (`type`, `time`,
-//!   `data`, each followed by `\n`). Anything else is "no checkpoint": the whole log is read.
-//! - **Pinned events are validated.** Each row the source returns must carry the asked seq
-//!   and decode like any other row; the core then runs the event-local rules on it. A missing
-//!   or bad row fails the resume, which the caller turns into a whole-log read.
+//! - **One round trip for the usual case.** The resume query joins the row the checkpoint
+//!   column names; only a record that names another row costs a second query.
 //! - **Writing is best effort.** A record is written only when it covers exactly the writer's
 //!   durable rows, on a shared connection (never the writer's own, whose state the
 //!   expected-next-seq append depends on); a failure is returned for the caller to ignore.
 
-use std::sync::Arc;
-
 use postgres::types::Type;
 use postgres::Row;
-use strata_core::{Checkpoint, EventSource, RawEvent, Seq, SourceError};
+use strata_core::{Checkpoint, RawEvent, Seq, SourceError};
 
 use super::row::decode_row;
-use super::{PostgresBackend, PostgresRows, PAGE_ROWS};
-use crate::backend::{LogStream, ResumePoint};
+use super::{PostgresBackend, PostgresRows};
+use crate::backend::LogStream;
 use crate::error::StoreError;
+use crate::keyed::{fitting, row_hash, KeyedRows, KeyedSource};
 use strata_format::checkpoint::{fnv64_hex, Evidence};
 
 /// Seqs per query when fetching pinned events: one round trip for a typical surface, and a
@@ -62,13 +56,13 @@ impl PostgresBackend {
             next_seq: fitting.checkpoint.n_events,
             done: false,
         };
-        let point = ResumePoint {
-            checkpoint: fitting.checkpoint,
-            source: Arc::new(PostgresSource {
+        let point = KeyedSource::resume_point(
+            fitting.checkpoint,
+            PostgresKeyed {
                 backend: self.clone(),
                 id: id.to_owned(),
-            }),
-        };
+            },
+        );
         Ok(Some(LogStream::resuming(
             header,
             self.location(id),
@@ -99,39 +93,27 @@ impl PostgresBackend {
         let Some(record) = record else {
             return Ok(None);
         };
-        let Ok((session_id, evidence, checkpoint)) =
-            strata_format::checkpoint::decode(record, next_seq)
-        else {
-            return Ok(None);
-        };
-        let covers = session_id == id
-            && evidence.n_events > 0
-            && evidence.n_events <= next_seq
-            && checkpoint.n_events == evidence.n_events
-            && evidence.header_hash == fnv64_hex(header_text.as_bytes());
-        if !covers {
-            return Ok(None);
-        }
         // The joined row is the one the `n_events` column names; the record decides.
         let column: i64 = row.try_get(3).map_err(&failed)?;
-        let last_hash = if u64::try_from(column).ok() == Some(evidence.n_events) {
-            row_hash(&row, 4).map_err(&failed)?
-        } else {
-            let last = i64::try_from(evidence.n_events - 1).unwrap_or(i64::MAX);
+        let checkpoint = fitting(record, id, &header_text, next_seq, |last| {
+            if u64::try_from(column).ok() == Some(last + 1) {
+                return stored_row_hash(&row, 4).map_err(&failed);
+            }
+            let last = i64::try_from(last).unwrap_or(i64::MAX);
             client
                 .query_typed_opt(
                     &self.inner.sql.evidence,
                     &[(&id, Type::TEXT), (&last, Type::INT8)],
                 )
                 .map_err(&failed)?
-                .map(|row| row_hash(&row, 1))
+                .map(|row| stored_row_hash(&row, 1))
                 .transpose()
-                .map_err(&failed)?
-                .flatten()
-        };
-        if last_hash.as_ref() != Some(&evidence.last_hash) {
+                .map_err(&failed)
+                .map(Option::flatten)
+        })?;
+        let Some(checkpoint) = checkpoint else {
             return Ok(None);
-        }
+        };
         Ok(Some(Fitting {
             header_text,
             next_seq,
@@ -167,7 +149,7 @@ impl PostgresBackend {
                 return Ok(());
             };
             let header_text: &str = row.try_get(0).map_err(&failed)?;
-            let Some(last_hash) = row_hash(&row, 1).map_err(&failed)? else {
+            let Some(last_hash) = stored_row_hash(&row, 1).map_err(&failed)? else {
                 return Ok(());
             };
             let evidence = Evidence {
@@ -191,9 +173,9 @@ impl PostgresBackend {
     }
 }
 
-/// FNV-1a 64 (hex) of a stored row's `type`, `time` and `data`, each followed by `\n`, from the
-/// three columns starting at `first`; `None` when the row is absent (the columns are NULL).
-fn row_hash(row: &Row, first: usize) -> Result<Option<String>, postgres::Error> {
+/// [`row_hash`] of a stored row from the `type`, `time` and `data` columns starting at
+/// `first`; `None` when the row is absent (the columns are NULL).
+fn stored_row_hash(row: &Row, first: usize) -> Result<Option<String>, postgres::Error> {
     let event_type: Option<&str> = row.try_get(first)?;
     let time: Option<i64> = row.try_get(first + 1)?;
     let data: Option<&str> = row.try_get(first + 2)?;
@@ -201,29 +183,29 @@ fn row_hash(row: &Row, first: usize) -> Result<Option<String>, postgres::Error> 
         return Ok(None);
     };
     let time = time.to_string();
-    let mut bytes = Vec::with_capacity(event_type.len() + time.len() + data.len() + 3);
-    for part in [event_type, time.as_str(), data] {
-        bytes.extend_from_slice(part.as_bytes());
-        bytes.push(b'\n');
-    }
-    Ok(Some(fnv64_hex(&bytes)))
+    Ok(Some(row_hash(
+        event_type.as_bytes(),
+        time.as_bytes(),
+        data.as_bytes(),
+    )))
 }
 
-/// Fetches events of one session by seq (the primary key is the index), each row decoded and
-/// checked against the seq asked for, as every read of the backend does.
-struct PostgresSource {
+/// One session's rows by primary key: pages as every read of the backend reads them, and
+/// pinned seqs a batch per query.
+struct PostgresKeyed {
     backend: PostgresBackend,
     id: String,
 }
 
-impl EventSource for PostgresSource {
-    fn load(&self, seq: Seq) -> Result<RawEvent, SourceError> {
-        self.load_many(&[seq])?
-            .pop()
-            .ok_or_else(|| SourceError::new(seq.get(), "no such row"))
+impl KeyedRows for PostgresKeyed {
+    fn rows_from(&self, from: u64, limit: u64) -> Result<Vec<RawEvent>, StoreError> {
+        let id = self.id.as_str();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.backend
+            .read(|backend, client| backend.page_on(client, id, from, Some(limit)))
     }
 
-    fn load_many(&self, seqs: &[Seq]) -> Result<Vec<RawEvent>, SourceError> {
+    fn rows_at(&self, seqs: &[Seq]) -> Result<Vec<RawEvent>, SourceError> {
         let location = self.backend.location(&self.id);
         let mut events = Vec::with_capacity(seqs.len());
         for chunk in seqs.chunks(PINNED_BATCH) {
@@ -246,35 +228,16 @@ impl EventSource for PostgresSource {
                         .map_err(backend.failed("read events"))
                 })
                 .map_err(|error| SourceError::new(first, error))?;
-            // Rows come in seq order: the i-th must be the i-th seq asked for.
-            for (index, seq) in chunk.iter().enumerate() {
-                let row = rows
-                    .get(index)
-                    .ok_or_else(|| SourceError::new(seq.get(), "no such row"))?;
+            // Rows come in seq order: the i-th is the i-th seq asked for, and a short answer
+            // ends the events (the source names the first one missing).
+            for (row, seq) in rows.iter().zip(chunk) {
                 let event = decode_row(row, &location, seq.get())
                     .map_err(|error| SourceError::new(seq.get(), error))?;
                 events.push(event);
             }
-        }
-        Ok(events)
-    }
-
-    fn load_range(&self, start: u64, end: u64) -> Result<Vec<RawEvent>, SourceError> {
-        let mut events = Vec::new();
-        let mut from = start;
-        while from < end {
-            let limit = i64::try_from(end - from).map_or(PAGE_ROWS, |n| n.min(PAGE_ROWS));
-            let id = self.id.as_str();
-            let page = self
-                .backend
-                .read(|backend, client| backend.page_on(client, id, from, Some(limit)))
-                .map_err(|error| SourceError::new(from, error))?;
-            let n_read = page.len() as u64;
-            events.extend(page);
-            if n_read < limit as u64 {
+            if rows.len() < chunk.len() {
                 break;
             }
-            from += n_read;
         }
         Ok(events)
     }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use rusqlite::Connection;
-use strata_core::{EventSource, RawEvent, Seq, SourceError};
+use strata_core::RawEvent;
 
 use super::rows::SqliteRowDecoder;
 use super::schema::connect;
@@ -12,6 +12,7 @@ use super::{lock_conn, SqliteBackend};
 use crate::backend::{Backend, EventRows, TornInfo};
 use crate::decode_pool::{PageSource, RecordBatch, RecordSource};
 use crate::error::StoreError;
+use crate::keyed::KeyedRows;
 
 /// Rows per page of a streamed read: large enough that per-query costs vanish, small enough that
 /// a page is a bounded buffer.
@@ -202,39 +203,17 @@ impl PageSource for SqlitePages {
     }
 }
 
-/// Fetches events of one session by seq (the primary key is the index).
-pub(super) struct SqliteSource {
+/// One session's rows by primary key, for a lazy session's [`KeyedSource`](crate::keyed).
+pub(super) struct SqliteKeyed {
     pub(super) backend: SqliteBackend,
     pub(super) id: String,
 }
 
-impl EventSource for SqliteSource {
-    fn load(&self, seq: Seq) -> Result<RawEvent, SourceError> {
-        self.load_many(&[seq])?
-            .pop()
-            .ok_or_else(|| SourceError::new(seq.get(), "no such row"))
-    }
-
-    fn load_many(&self, seqs: &[Seq]) -> Result<Vec<RawEvent>, SourceError> {
+impl KeyedRows for SqliteKeyed {
+    fn rows_from(&self, from: u64, limit: u64) -> Result<Vec<RawEvent>, StoreError> {
         let conn = lock_conn(&self.backend.inner.reader);
-        seqs.iter()
-            .map(|seq| {
-                let rows = self
-                    .backend
-                    .read_events_on(&conn, &self.id, seq.get(), Some(1))
-                    .map_err(|error| SourceError::new(seq.get(), error))?;
-                rows.into_iter()
-                    .next()
-                    .ok_or_else(|| SourceError::new(seq.get(), "no such row"))
-            })
-            .collect()
-    }
-
-    fn load_range(&self, start: u64, end: u64) -> Result<Vec<RawEvent>, SourceError> {
-        let conn = lock_conn(&self.backend.inner.reader);
-        let limit = usize::try_from(end.saturating_sub(start)).unwrap_or(usize::MAX);
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
         self.backend
-            .read_events_on(&conn, &self.id, start, Some(limit))
-            .map_err(|error| SourceError::new(start, error))
+            .read_events_on(&conn, &self.id, from, Some(limit))
     }
 }
