@@ -3,7 +3,8 @@
 use std::io::{self, BufWriter, StdoutLock, Write};
 
 use serde_json::{json, Value};
-use strata_core::{json, Fold, Message, Seq};
+use strata_core::fold::Fold;
+use strata_core::{json, Message, Seq};
 
 use crate::input::Rejection;
 
@@ -240,7 +241,7 @@ pub fn message_lines(message: &Message) -> (String, String) {
 }
 
 /// The human-readable text (text blocks, tool calls and tool results) of a message object the
-/// caller parsed (see [`strata_core::projected_message`], [`Message::value_uncached`]).
+/// caller parsed (see [`strata_core::message::projected_message`], [`Message::value_uncached`]).
 pub fn message_value_text(message: &Value) -> String {
     content_text(
         message

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use strata_core::ingest::PrecheckedRow;
 use strata_core::{Generation, RawEvent};
-use strata_store::{EventRows, LogStream, StoreError, TornInfo};
+use strata_store::backend::EventRows;
+use strata_store::{LogStream, StoreError, TornInfo};
 
 /// How long an operation runs before its bar appears.
 const SHOW_AFTER: Duration = Duration::from_secs(1);

@@ -180,7 +180,7 @@ pub(crate) fn lock_session_dir(file: &Path) -> anyhow::Result<Option<strata_stor
         _ => Path::new("."),
     };
     let label = file.display().to_string();
-    strata_store::SessionLock::acquire(&dir.join(strata_store::LOCK_FILE_NAME), &label)
+    strata_store::SessionLock::acquire(&dir.join(strata_store::sidecars::LOCK_FILE_NAME), &label)
         .map(Some)
         .with_context(|| format!("taking the writer lock of {label}"))
 }

@@ -23,9 +23,11 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use serde_json::json;
+use strata_compact::compaction::IdGenerator;
+use strata_compact::deadline::block_on;
 use strata_compact::{
-    block_on, CompactionConfig, Compactor, ExtractiveSummarizer, IdGenerator, Pruner, PrunerConfig,
-    Retain, TokenMeter, Trigger,
+    CompactionConfig, Compactor, ExtractiveSummarizer, Pruner, PrunerConfig, Retain, TokenMeter,
+    Trigger,
 };
 use strata_core::{payload, Candidate, Session, SessionHeader, SurfaceIntent};
 

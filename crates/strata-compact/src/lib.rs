@@ -39,42 +39,29 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-pub use compaction::{
-    CompactError, CompactionBatch, CompactionIds, CompactionOutcome, CompactionPlan, Compactor,
-    IdGenerator, Pressure, Trigger, CHECKPOINT_PLUGIN,
-};
+pub use compaction::{CompactError, CompactionOutcome, Compactor, Pressure, Trigger};
 pub use config::{Budget, CompactionConfig, ConfigError, PrunerConfig, Retain};
-pub use deadline::{block_on, with_deadline, Deadline};
-pub use estimate::{
-    block_tokens, blocks_tokens, json_len, message_tokens, ByteEstimator, TokenEstimator,
-    FRAME_TOKENS,
-};
-pub use extractive::{extract, ExtractiveSummarizer, EXTRACTIVE_MODEL, EXTRACTIVE_PROVIDER};
-pub use host::{
-    system_clock_ms, AutoReport, AutoStatus, CompactionHost, MemoryHost, MemoryHostError,
-    OverflowReport, WriterHost, WriterHostError,
-};
-pub use meter::{Anchor, Measurement, TokenMeter};
-pub use prune::{
-    prune_blocks, text_chars, PruneError, PrunePlan, PrunedResult, Pruner, MARKER, MARKER_CHARS,
-};
+pub use estimate::{ByteEstimator, TokenEstimator};
+pub use extractive::ExtractiveSummarizer;
+pub use host::{AutoReport, AutoStatus, CompactionHost, MemoryHost, WriterHost};
+pub use meter::TokenMeter;
+pub use prune::{PruneError, PrunedResult, Pruner};
 pub use repair::{plan_repair, repair_events, repair_stored};
-pub use resume::{restore_resumed, resume_stream, Resumed, INTERRUPTED};
-pub use select::{select_region, Region};
-pub use summarizer::{
-    instruction_text, SummarizeError, Summarizer, Summary, SummaryRequest, CHECKPOINT_PREAMBLE,
-    INSTRUCTION_PLUGIN, SUMMARY_SECTIONS,
-};
+pub use resume::{restore_resumed, resume_stream, Resumed};
+pub use summarizer::{SummarizeError, Summarizer, Summary, SummaryRequest};
 
-mod compaction;
+// What the root names is what an agent builder uses; the modules below hold the parts a
+// specialist reaches for (a custom summarizer's prompt texts, token arithmetic, the region a
+// compaction summarizes, the ids and events of one compaction) under their own names.
+pub mod compaction;
 mod config;
-mod deadline;
-mod estimate;
-mod extractive;
-mod host;
-mod meter;
-mod prune;
+pub mod deadline;
+pub mod estimate;
+pub mod extractive;
+pub mod host;
+pub mod meter;
+pub mod prune;
 mod repair;
-mod resume;
-mod select;
-mod summarizer;
+pub mod resume;
+pub mod select;
+pub mod summarizer;

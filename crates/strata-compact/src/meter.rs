@@ -49,7 +49,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
-use strata_core::{canonical_header, Event, EventType, Generation, Seq, Session, SurfaceOp};
+use strata_core::request::canonical_header;
+use strata_core::{Event, EventType, Generation, Seq, Session, SurfaceOp};
 
 use crate::estimate::{message_tokens, ByteEstimator, TokenEstimator, FRAME_TOKENS};
 

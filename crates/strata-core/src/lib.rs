@@ -27,29 +27,18 @@ pub use candidate::{Candidate, Intent, LogOnlyPayload, Placement, SurfaceIntent,
 pub use checkpoint::{Checkpoint, ResumeError};
 pub use derive::DerivedMessages;
 pub use event::{Event, EventType, ReplaceRange, SurfaceMeta, SurfaceOp};
-pub use fold::{fold_accepted, fold_surface, fold_window, Fold};
-pub use fork::{
-    any_prefix_seed, closed_turn_seed, fork_session, parse_boundary, ForkError, ForkErrorCode,
-    ForkMode, ForkSeed,
-};
+pub use fork::{fork_session, ForkError, ForkMode};
 pub use generation::{Generation, ReplaceSpelling};
 pub use header::{HeaderSpec, SessionHeader};
 pub use log::{EventSource, SourceError};
-pub use message::{project, projected_message, Message};
+pub use message::Message;
 pub use pairing::{check_tool_pairing, PairingError};
 pub use relations::Relations;
-pub use repair::{
-    interrupted_turn_closers, open_turn_closers, CloseCause, Closers, OpenCall, StoredTurnScan,
-    TurnState, TOOL_NOT_STARTED_TEXT,
-};
-pub use request::{
-    canonical_header, fold_request_context, fold_request_header, header_equals, request_at,
-    RequestAt, RequestAtError,
-};
+pub use repair::CloseCause;
 pub use rule::{AcceptError, Rule};
-pub use seq::{Seq, SeqRangeError, MAX_SAFE_INTEGER};
+pub use seq::Seq;
 pub use session::{AppendPlan, BatchMark, RestoreRow, SeedOptions, Session, StalePlanError};
-pub use stats::{log_stats, LogStats, Place, Standing, StepUsage};
+pub use stats::{log_stats, LogStats};
 pub use surface::{Replacement, SurfaceState};
 pub use verify::{Verified, Verifier};
 pub use wire::RawEvent;
@@ -67,6 +56,17 @@ pub mod json;
 pub mod payload;
 pub mod synth;
 
+// The root names what an agent builder uses; these modules hold the parts of one concept a
+// tool or a store reaches for (a fork's seeds, a crash repair's closers, request headers at a
+// seq, offline folds, per-turn statistics) under their own names.
+pub mod fold;
+pub mod fork;
+pub mod message;
+pub mod repair;
+pub mod request;
+pub mod seq;
+pub mod stats;
+
 mod accept;
 #[cfg(test)]
 mod byte_edits;
@@ -75,24 +75,17 @@ mod checkpoint;
 mod data;
 mod derive;
 mod event;
-mod fold;
-mod fork;
 mod generation;
 mod header;
 mod latest;
 mod log;
-mod message;
 mod pairing;
 mod precheck;
 mod read_depth;
 mod relations;
-mod repair;
-mod request;
 mod rule;
 mod scan;
-mod seq;
 mod session;
-mod stats;
 mod surface;
 mod verify;
 mod view;

@@ -1046,7 +1046,7 @@ impl Session {
 
     /// The closers of what is left open at the end of the log (`openTurnClosers`, §8): a
     /// compaction bracket's `compaction/end`, then the turn's closers (see
-    /// [`open_turn_closers`](crate::open_turn_closers)). O(events of the current turn); the
+    /// [`open_turn_closers`](crate::repair::open_turn_closers)). O(events of the current turn); the
     /// bracket is read from the latest-by-type fold, which a lazy session holds too.
     pub fn open_turn_closers(&self, cause: CloseCause) -> crate::repair::Closers {
         let (first_seq, time) = match self.log.last() {

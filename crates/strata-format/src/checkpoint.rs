@@ -19,7 +19,8 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use strata_core::{Checkpoint, EventType, OpenCall, Relations, Seq, TurnState};
+use strata_core::repair::{OpenCall, TurnState};
+use strata_core::{Checkpoint, EventType, Relations, Seq};
 
 /// The first line of every checkpoint record of this version.
 pub const CHECKPOINT_MAGIC: &str = "strata-checkpoint 1";

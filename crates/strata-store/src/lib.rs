@@ -31,31 +31,28 @@
 // No unsafe code today; a future site must be allowed where it stands, with its reason.
 #![deny(unsafe_code)]
 
-pub use backend::{
-    Backend, Batch, EventRows, FollowFrom, Listing, LoadFn, LogAppender, LogStream, ReadFrom,
-    ResumePoint, StoredLog, TornInfo,
-};
+pub use backend::{Backend, FollowFrom, Listing, LogStream, ReadFrom, StoredLog, TornInfo};
 pub use error::{AppendError, ForkError, LockHolder, StoreError};
-pub use index::INDEX_FILE_NAME;
 pub use jsonl::{
-    is_zstd_file, read_log, scan_log, scan_log_for_writing, write_log, Compression, JsonlBackend,
-    JsonlConfig,
+    is_zstd_file, read_log, scan_log, write_log, Compression, JsonlBackend, JsonlConfig,
 };
-pub use lock::{SessionLock, LOCK_FILE_NAME};
-pub use loose::{lock_path_for, LooseFile};
+pub use lock::SessionLock;
+pub use loose::LooseFile;
 pub use memory::MemoryBackend;
 #[cfg(feature = "postgres")]
-pub use postgres::{
-    Follower, PostgresBackend, PostgresConfig, DEFAULT_SCHEMA as POSTGRES_DEFAULT_SCHEMA,
-    MAX_ID_BYTES as POSTGRES_MAX_ID_BYTES, SCHEMA_VERSION as POSTGRES_SCHEMA_VERSION,
-};
-pub use resume::{remove_sidecars, CHECKPOINT_FILE_NAME};
-pub use sqlite::{
-    default_sqlite_path, GroupCommitStats, SqliteBackend, APPLICATION_ID, COMPRESS_THRESHOLD,
-    SCHEMA_VERSION,
-};
+pub use postgres::{Follower, PostgresBackend, PostgresConfig};
+pub use sqlite::{default_sqlite_path, GroupCommitStats, SqliteBackend};
 pub use store::{restore_stream, Store};
 pub use writer::{SessionWriter, CHECKPOINT_EVERY};
+
+/// The files a store keeps beside a session's log (JSONL stores and loose files): its writer
+/// lock and the lazy-resume sidecars, for tools that copy, move or clean up a session folder.
+pub mod sidecars {
+    pub use crate::index::INDEX_FILE_NAME;
+    pub use crate::lock::LOCK_FILE_NAME;
+    pub use crate::loose::lock_path_for;
+    pub use crate::resume::{remove_sidecars, CHECKPOINT_FILE_NAME};
+}
 
 pub mod synth;
 
@@ -77,7 +74,7 @@ pub mod fuzzing {
     pub fn read_log_in_dsh_framing(
         path: &std::path::Path,
     ) -> Result<crate::StoredLog, crate::StoreError> {
-        crate::scan_log_for_writing(path)?.collect_log()
+        crate::jsonl::scan_log_for_writing(path)?.collect_log()
     }
 }
 
@@ -87,7 +84,7 @@ pub mod fuzzing {
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
 
-mod backend;
+pub mod backend;
 mod decode_pool;
 mod error;
 mod index;
@@ -97,11 +94,11 @@ mod lock;
 mod loose;
 mod memory;
 #[cfg(feature = "postgres")]
-mod postgres;
+pub mod postgres;
 mod powerloss;
 mod resume;
 mod sql_row;
-mod sqlite;
+pub mod sqlite;
 mod store;
 mod temp;
 mod writer;

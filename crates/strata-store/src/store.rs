@@ -8,9 +8,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use strata_core::fork::ForkErrorCode;
 use strata_core::{
-    fork_session, CloseCause, Event, ForkErrorCode, ForkMode, RawEvent, ResumeError, SeedOptions,
-    Session, SessionHeader,
+    fork_session, CloseCause, Event, ForkMode, RawEvent, ResumeError, SeedOptions, Session,
+    SessionHeader,
 };
 
 use crate::backend::{Backend, Listing, LogStream, ReadFrom, StoredLog};

@@ -17,9 +17,10 @@ use std::sync::Mutex;
 
 use futures_util::StreamExt;
 use serde_json::Value;
+use strata_compact::compaction::IdGenerator;
 use strata_compact::{
-    AutoStatus, CompactError, CompactionHost, Compactor, IdGenerator, Pruner, SummarizeError,
-    Summarizer, Summary, SummaryRequest,
+    AutoStatus, CompactError, CompactionHost, Compactor, Pruner, SummarizeError, Summarizer,
+    Summary, SummaryRequest,
 };
 use strata_core::{Candidate, Seq, Session};
 use tokio_util::sync::CancellationToken;

@@ -8,7 +8,8 @@
 
 use serde_json::{Map, Value};
 use strata_core::payload::{HeaderReason, RequestContext};
-use strata_core::{header_equals, Session};
+use strata_core::request::header_equals;
+use strata_core::Session;
 
 use super::convert::{chat_messages, ReasoningReplay};
 use crate::llm::{ChatRequest, ToolDefinition};

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use strata_agent::agent::{Agent, AutoCompaction, ReasoningReplay, TurnOutcome};
 use strata_agent::llm::{ChatMessage, ScriptedModel};
 use strata_agent::tools::ToolSet;
-use strata_compact::{instruction_text, CompactionConfig, Compactor, Pruner, PrunerConfig};
+use strata_compact::summarizer::instruction_text;
+use strata_compact::{CompactionConfig, Compactor, Pruner, PrunerConfig};
 use strata_core::SessionHeader;
 use tokio_util::sync::CancellationToken;
 

@@ -11,10 +11,12 @@
 use std::path::Path;
 
 use anyhow::Context;
+use strata_compact::compaction::IdGenerator;
+use strata_compact::deadline::block_on;
+use strata_compact::summarizer::CHECKPOINT_PREAMBLE;
 use strata_compact::{
-    block_on, restore_resumed, resume_stream, ByteEstimator, CompactionConfig, CompactionOutcome,
-    Compactor, ExtractiveSummarizer, IdGenerator, TokenEstimator as _, Trigger, WriterHost,
-    CHECKPOINT_PREAMBLE,
+    restore_resumed, resume_stream, ByteEstimator, CompactionConfig, CompactionOutcome, Compactor,
+    ExtractiveSummarizer, TokenEstimator as _, Trigger, WriterHost,
 };
 use strata_core::{SeedOptions, Seq, Session};
 use strata_store::SessionWriter;

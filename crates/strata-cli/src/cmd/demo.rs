@@ -30,9 +30,12 @@ use strata_agent::agent::{
 };
 use strata_agent::llm::ScriptedModel;
 use strata_agent::tools::{ToolSet, ToolsConfig, Workspace};
+use strata_compact::compaction::IdGenerator;
+use strata_compact::deadline::block_on;
+use strata_compact::host::system_clock_ms;
 use strata_compact::{
-    block_on, system_clock_ms, CompactionConfig, CompactionOutcome, Compactor,
-    ExtractiveSummarizer, IdGenerator, PrunedResult, Pruner, PrunerConfig, WriterHost,
+    CompactionConfig, CompactionOutcome, Compactor, ExtractiveSummarizer, PrunedResult, Pruner,
+    PrunerConfig, WriterHost,
 };
 use strata_core::payload::{
     assistant_message, text_block, tool_call_block, user_text_message, AssistantMessage, StepStart,

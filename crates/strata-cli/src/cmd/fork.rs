@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use serde_json::json;
 use strata_agent::agent::new_id;
-use strata_compact::system_clock_ms;
+use strata_compact::host::system_clock_ms;
 use strata_core::{fork_session, ForkMode, Generation, Session};
 use strata_format::session_file_name;
 use strata_migrate::legacy;

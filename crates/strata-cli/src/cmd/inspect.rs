@@ -11,7 +11,8 @@ use std::path::Path;
 
 use anyhow::Context;
 use serde_json::{json, Map, Value};
-use strata_core::{Event, LogStats, Seq, SessionHeader, Standing};
+use strata_core::stats::Standing;
+use strata_core::{Event, LogStats, Seq, SessionHeader};
 use strata_migrate::legacy::generation_name;
 use strata_store::is_zstd_file;
 

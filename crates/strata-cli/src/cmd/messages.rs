@@ -2,7 +2,7 @@
 //! send, or (`--at SEQ`) what a call made right after event SEQ would have sent — in strata's
 //! own message shape (`dsh`) or exported as an OpenAI or Anthropic request.
 //!
-//! `--at` replays the prefix with [`strata_core::request_at`]; the exports are
+//! `--at` replays the prefix with [`strata_core::request::request_at`]; the exports are
 //! [`strata_agent::export`], which run the tool-pairing check and refuse a request in which a
 //! tool call has no result (exit 1): the providers reject such a request, and the answer is
 //! crash repair in the log (`strata repair`), not a patched export. A seq past the end of the
@@ -14,7 +14,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use serde_json::{json, Value};
 use strata_agent::export::{anthropic_request, openai_request, ExportError, ExportedRequest};
-use strata_core::{json, request_at, Message, PairingError, RequestAtError, Seq};
+use strata_core::request::{request_at, RequestAtError};
+use strata_core::{json, Message, PairingError, Seq};
 
 use super::{load_for_view, Status};
 use crate::cli::{Format, MessageFormat};

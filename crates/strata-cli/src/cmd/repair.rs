@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use anyhow::bail;
 use serde_json::{json, Value};
-use strata_compact::{repair_events, repair_stored, resume_stream, system_clock_ms};
+use strata_compact::host::system_clock_ms;
+use strata_compact::{repair_events, repair_stored, resume_stream};
 use strata_core::{json, Event, Generation, SeedOptions};
 use strata_format::encode_event_line;
 use strata_migrate::legacy;

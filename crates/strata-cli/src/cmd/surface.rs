@@ -3,7 +3,7 @@
 use std::io::Write as _;
 
 use anyhow::Context;
-use strata_core::fold_accepted;
+use strata_core::fold::fold_accepted;
 
 use super::{load_for_view, Status};
 use crate::cli::Format;

@@ -107,7 +107,7 @@ fn usage_value(usage: &[(String, u64)], key: &str) -> u64 {
 }
 
 /// `turn 3 step 2`, for tooltips.
-fn place_caption(page: &mut Html, place: strata_core::Place) {
+fn place_caption(page: &mut Html, place: strata_core::stats::Place) {
     match (place.turn, place.step) {
         (Some(turn), Some(step)) => {
             page.raw("turn ");

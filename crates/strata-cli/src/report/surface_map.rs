@@ -1,7 +1,7 @@
 //! The surface map: the seq axis as a strip of columns, each coloured by how many of its events
 //! are surface nodes, shadowed or log-only; and the seq axis the charts share.
 
-use strata_core::Standing;
+use strata_core::stats::Standing;
 
 use super::{group_digits, Html, Report};
 

@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use strata_core::{projected_message, Event, EventType, LogStats, Replacement, Standing};
+use strata_core::message::projected_message;
+use strata_core::stats::Standing;
+use strata_core::{Event, EventType, LogStats, Replacement};
 
 use super::{clip, group_digits, Budget, Html, Report};
 use crate::output;

@@ -6,7 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use strata_store::{lock_path_for, write_log, SessionLock};
+use strata_store::sidecars::lock_path_for;
+use strata_store::{write_log, SessionLock};
 
 use super::dsh::{assert_dsh_accepts, crash_point, names_in, synth};
 use super::*;

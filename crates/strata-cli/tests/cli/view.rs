@@ -792,7 +792,7 @@ mod fork {
         assert_eq!(data["error"]["code"], "TOOL_NOT_STARTED");
         assert_eq!(
             data["message"]["content"][0]["content"][0]["text"],
-            strata_core::TOOL_NOT_STARTED_TEXT
+            strata_core::repair::TOOL_NOT_STARTED_TEXT
         );
         strata_conformance::format_oracle::assert_accepted(&[&out]);
     }

@@ -28,7 +28,7 @@ fn the_summary_has_every_section_and_is_deterministic() {
     assert_eq!(summary, extract(&request));
     let text = &summary.text[0];
     let mut from = 0;
-    for section in crate::SUMMARY_SECTIONS {
+    for section in crate::summarizer::SUMMARY_SECTIONS {
         from += text[from..]
             .find(section)
             .unwrap_or_else(|| panic!("{section} missing"));

@@ -8,9 +8,12 @@
 use std::io::Write;
 
 use serde_json::json;
+use strata_compact::compaction::IdGenerator;
+use strata_compact::deadline::block_on;
+use strata_compact::resume::INTERRUPTED;
 use strata_compact::{
-    block_on, restore_resumed, resume_stream, CompactionConfig, Compactor, ExtractiveSummarizer,
-    IdGenerator, MemoryHost, Trigger, INTERRUPTED,
+    restore_resumed, resume_stream, CompactionConfig, Compactor, ExtractiveSummarizer, MemoryHost,
+    Trigger,
 };
 use strata_conformance::format_oracle::{
     assert_accepted, assert_session_accepted, assert_sessions_accepted,

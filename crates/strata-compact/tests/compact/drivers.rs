@@ -1,8 +1,10 @@
 //! The trigger policy drivers (persistence-compaction §5.3, §5.7).
 
+use strata_compact::compaction::IdGenerator;
+use strata_compact::deadline::block_on;
 use strata_compact::{
-    block_on, AutoStatus, CompactionConfig, CompactionOutcome, Compactor, ExtractiveSummarizer,
-    IdGenerator, MemoryHost, Pruner, PrunerConfig, Retain, WriterHost,
+    AutoStatus, CompactionConfig, CompactionOutcome, Compactor, ExtractiveSummarizer, MemoryHost,
+    Pruner, PrunerConfig, Retain, WriterHost,
 };
 use strata_store::{Compression, Store};
 

@@ -3,9 +3,11 @@
 use std::time::Duration;
 
 use serde_json::json;
+use strata_compact::compaction::IdGenerator;
+use strata_compact::deadline::block_on;
 use strata_compact::{
-    block_on, CompactError, CompactionConfig, CompactionOutcome, Compactor, ExtractiveSummarizer,
-    IdGenerator, MemoryHost, Summarizer, Trigger,
+    CompactError, CompactionConfig, CompactionOutcome, Compactor, ExtractiveSummarizer, MemoryHost,
+    Summarizer, Trigger,
 };
 use strata_core::{payload, Candidate, Session, SurfaceIntent};
 

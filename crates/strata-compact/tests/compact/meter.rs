@@ -1,9 +1,11 @@
 //! The token meter (persistence-compaction §5.2).
 
 use serde_json::json;
+use strata_compact::compaction::IdGenerator;
+use strata_compact::deadline::block_on;
+use strata_compact::estimate::message_tokens;
 use strata_compact::{
-    block_on, message_tokens, ByteEstimator, CompactionConfig, Compactor, ExtractiveSummarizer,
-    IdGenerator, TokenMeter, Trigger,
+    ByteEstimator, CompactionConfig, Compactor, ExtractiveSummarizer, TokenMeter, Trigger,
 };
 use strata_core::{payload, Candidate, Placement, Session, SurfaceIntent};
 

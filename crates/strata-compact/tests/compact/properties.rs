@@ -1,9 +1,11 @@
 //! Properties on random realistic sessions (`strata_core::synth`), issue 5 "Tests".
 
 use proptest::prelude::*;
+use strata_compact::compaction::IdGenerator;
+use strata_compact::deadline::block_on;
 use strata_compact::{
-    block_on, CompactionConfig, CompactionOutcome, Compactor, ExtractiveSummarizer, IdGenerator,
-    Pruner, PrunerConfig, Retain, Trigger,
+    CompactionConfig, CompactionOutcome, Compactor, ExtractiveSummarizer, Pruner, PrunerConfig,
+    Retain, Trigger,
 };
 use strata_core::Session;
 

@@ -1,7 +1,8 @@
 //! The tool-result pruner (persistence-compaction §6; peers (c) item 12).
 
 use serde_json::json;
-use strata_compact::{Pruner, PrunerConfig, MARKER};
+use strata_compact::prune::MARKER;
+use strata_compact::{Pruner, PrunerConfig};
 use strata_core::{payload, Candidate, SeedOptions, Session, SurfaceIntent};
 
 use crate::common::{

@@ -57,11 +57,11 @@ fn an_open_step_with_unanswered_parallel_calls_blocks_every_later_cut() {
         "the open step stays verbatim"
     );
     let mut compacted = session;
-    let batch = strata_compact::block_on(compactor.compact(
+    let batch = strata_compact::deadline::block_on(compactor.compact(
         &compacted,
         Trigger::Overflow,
         &strata_compact::ExtractiveSummarizer,
-        &strata_compact::IdGenerator::seeded(9).next_ids(),
+        &strata_compact::compaction::IdGenerator::seeded(9).next_ids(),
     ))
     .unwrap()
     .unwrap();

@@ -4,17 +4,18 @@
 //! `crash.rs`) and both forks. Each log is checked by the released-format
 //! oracle (`strata_conformance::format_oracle`), skipped loudly without it.
 
+use strata_compact::compaction::IdGenerator;
+use strata_compact::deadline::block_on;
 use strata_compact::{
-    block_on, restore_resumed, CompactionConfig, Compactor, ExtractiveSummarizer, IdGenerator,
-    MemoryHost, PruneError, Pruner, PrunerConfig, Trigger,
+    restore_resumed, CompactionConfig, Compactor, ExtractiveSummarizer, MemoryHost, PruneError,
+    Pruner, PrunerConfig, Trigger,
 };
 use strata_conformance::format_oracle::{
     assert_session_accepted, assert_sessions_accepted, write_log, FormatOracle,
 };
+use strata_core::repair::TOOL_NOT_STARTED_TEXT;
 use strata_core::synth::{generate, generate_conversation, ConversationConfig, SynthConfig};
-use strata_core::{
-    fork_session, ForkMode, SeedOptions, Session, SessionHeader, TOOL_NOT_STARTED_TEXT,
-};
+use strata_core::{fork_session, ForkMode, SeedOptions, Session, SessionHeader};
 use strata_store::synth::turn_candidates;
 
 use crate::common::{last_time, open_turn, Failing};

@@ -11,9 +11,11 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use strata_agent::agent::{LlmSummarizer, ReasoningReplay};
 use strata_agent::llm::{RetryPolicy, ScriptedModel};
+use strata_compact::compaction::IdGenerator;
+use strata_compact::deadline::block_on;
 use strata_compact::{
-    block_on, restore_resumed, CompactionConfig, Compactor, ExtractiveSummarizer, IdGenerator,
-    MemoryHost, Pruner, PrunerConfig, SummarizeError, Summarizer, Summary, SummaryRequest, Trigger,
+    restore_resumed, CompactionConfig, Compactor, ExtractiveSummarizer, MemoryHost, Pruner,
+    PrunerConfig, SummarizeError, Summarizer, Summary, SummaryRequest, Trigger,
 };
 use strata_core::synth::{generate, generate_conversation, ConversationConfig, SynthConfig};
 use strata_core::{

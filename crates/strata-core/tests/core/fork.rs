@@ -11,10 +11,9 @@
 use std::sync::Arc;
 
 use serde_json::json;
-use strata_core::{
-    closed_turn_seed, fork_session, parse_boundary, Event, ForkErrorCode, ForkMode,
-    MAX_SAFE_INTEGER,
-};
+use strata_core::fork::{closed_turn_seed, parse_boundary, ForkErrorCode};
+use strata_core::seq::MAX_SAFE_INTEGER;
+use strata_core::{fork_session, Event, ForkMode};
 
 use crate::harness::{live, rows};
 

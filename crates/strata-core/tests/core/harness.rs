@@ -35,10 +35,12 @@ use std::fmt::Write as _;
 use std::sync::Mutex;
 
 use serde_json::{json, Map, Value};
+use strata_core::fold::{fold_surface, fold_window};
 use strata_core::ingest::{PrecheckedRow, ScanArena, ScannedRow};
+use strata_core::repair::open_turn_closers;
 use strata_core::{
-    fold_surface, fold_window, fork_session, open_turn_closers, AcceptError, Candidate, CloseCause,
-    ForkMode, Generation, Message, RawEvent, SeedOptions, Seq, Session, SessionHeader,
+    fork_session, AcceptError, Candidate, CloseCause, ForkMode, Generation, Message, RawEvent,
+    SeedOptions, Seq, Session, SessionHeader,
 };
 
 /// An entry path a log can take into the core.
@@ -820,7 +822,7 @@ fn run_path(path: Path, rows: &[String], show_events: bool, options: SeedOptions
     }
 }
 
-fn render_fold(fold: &strata_core::Fold) -> String {
+fn render_fold(fold: &strata_core::fold::Fold) -> String {
     let mut text = format!(
         "nodes {} gen {}",
         render_seqs(&fold.nodes),
@@ -922,7 +924,7 @@ fn run_repair(rows: &[String]) -> String {
         if cause == CloseCause::Interrupted {
             assert_eq!(
                 planned,
-                strata_core::interrupted_turn_closers(session.events().unwrap()),
+                strata_core::repair::interrupted_turn_closers(session.events().unwrap()),
                 "interrupted_turn_closers is open_turn_closers(Interrupted)"
             );
         }

@@ -167,7 +167,7 @@ fn assert_same_session(full: &Session, lazy: &Session) {
         );
         assert_eq!(
             full.open_turn_closers(cause),
-            strata_core::open_turn_closers(full.events().unwrap(), cause),
+            strata_core::repair::open_turn_closers(full.events().unwrap(), cause),
             "the session's closers equal a scan of the whole log"
         );
     }

@@ -16,7 +16,8 @@
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
 use serde_json::{json, Value};
-use strata_core::{fold_surface, Candidate, EventType, Generation, RawEvent, Rule, Seq, Session};
+use strata_core::fold::fold_surface;
+use strata_core::{Candidate, EventType, Generation, RawEvent, Rule, Seq, Session};
 
 use crate::harness::{assert_consistent, candidate, header, scratch_messages, Snapshot};
 
@@ -817,7 +818,9 @@ fn properties_generator_covers_every_shape() {
 // either refuses with OPEN_TURN or agrees with the any-prefix child.
 #[test]
 fn properties_repair_and_fork_at_any_cut_are_valid() {
-    use strata_core::{fork_session, open_turn_closers, CloseCause, ForkErrorCode, ForkMode};
+    use strata_core::fork::ForkErrorCode;
+    use strata_core::repair::open_turn_closers;
+    use strata_core::{fork_session, CloseCause, ForkMode};
     strata_testkit::proptest!(config(48), |(script in script(30), cut in any::<usize>())| {
         let model = Model::build(&script);
         let cut = cut % model.rows.len();

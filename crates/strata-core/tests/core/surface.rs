@@ -7,9 +7,9 @@
 //! Rust; the tests below show the logged values are the ones passed.
 
 use serde_json::json;
+use strata_core::fold::fold_surface;
 use strata_core::{
-    fold_surface, payload, Candidate, EventType, Generation, RawEvent, Seq, Session, SurfaceIntent,
-    SurfaceOp,
+    payload, Candidate, EventType, Generation, RawEvent, Seq, Session, SurfaceIntent, SurfaceOp,
 };
 
 use crate::harness::{header, live, raw_events, rows, Snapshot};

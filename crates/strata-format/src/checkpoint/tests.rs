@@ -1,8 +1,9 @@
 //! The checkpoint record format: round trip, and every way a record is set aside.
 
 use serde_json::json;
+use strata_core::repair::{OpenCall, TurnState};
 use strata_core::synth::{generate, SynthConfig};
-use strata_core::{Checkpoint, EventType, OpenCall, Seq, TurnState};
+use strata_core::{Checkpoint, EventType, Seq};
 
 use super::*;
 

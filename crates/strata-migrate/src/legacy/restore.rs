@@ -21,9 +21,10 @@ use std::sync::mpsc::{sync_channel, SyncSender};
 use std::thread::JoinHandle;
 
 use serde_json::{Map, Value};
+use strata_core::repair::StoredTurnScan;
 use strata_core::{
     check_stored_message, AcceptError, CloseCause, EventType, Generation, RawEvent, SeedOptions,
-    Session, SessionHeader, StoredTurnScan, Verified, Verifier,
+    Session, SessionHeader, Verified, Verifier,
 };
 
 use super::js;

@@ -8,7 +8,7 @@
 //!   message shapes), none that U1–U4 rewrite (`turn/*`, `steering/message`, messages), none
 //!   that R2 reads (`request/header`, the retired types); R5's bracket scan reads the open step
 //!   of a `step/start` and the call id of a `tool/call`, from the row
-//!   ([`StoredTurnScan::observe_raw`](strata_core::StoredTurnScan::observe_raw) parses just
+//!   ([`StoredTurnScan::observe_raw`](strata_core::repair::StoredTurnScan::observe_raw) parses just
 //!   that payload);
 //! - it names no key `message` (the upgrader remembers a `data.message.id` of any row, for a
 //!   later legacy tool result replacing it);

@@ -175,7 +175,7 @@ fn a_file_read_for_writing_must_be_in_dsh_framing() {
     std::fs::write(&mid_line, frames_at(&plain, &[header_end, boundary - 5])).unwrap();
     let n_events = |path: &std::path::Path, writing: bool| {
         let stream = if writing {
-            crate::scan_log_for_writing(path)
+            crate::jsonl::scan_log_for_writing(path)
         } else {
             crate::scan_log(path)
         };

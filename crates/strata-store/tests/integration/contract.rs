@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::thread;
 
+use strata_core::fork::ForkErrorCode;
 use strata_core::{
-    payload, Candidate, CloseCause, EventType, ForkErrorCode, ForkMode, SeedOptions, Session,
-    SurfaceIntent,
+    payload, Candidate, CloseCause, EventType, ForkMode, SeedOptions, Session, SurfaceIntent,
 };
 use strata_store::{AppendError, ForkError, MemoryBackend, Store, StoreError};
 

@@ -29,7 +29,8 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use strata_core::{open_turn_closers, CloseCause};
+use strata_core::repair::open_turn_closers;
+use strata_core::CloseCause;
 use strata_format::{encode_event_line, frames::scan_frames};
 use strata_store::{JsonlBackend, Store};
 

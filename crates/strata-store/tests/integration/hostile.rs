@@ -9,7 +9,6 @@ use strata_core::{payload, Candidate, HeaderSpec, SessionHeader, SurfaceIntent};
 use strata_format::{lines::DEFAULT_MAX_RECORD_LEN, CodecError, MAX_SEGMENT_BYTES};
 use strata_store::{
     read_log, AppendError, Compression, JsonlBackend, JsonlConfig, Store, StoreError,
-    POSTGRES_MAX_ID_BYTES,
 };
 
 use crate::common::{all, store, Kind};
@@ -107,7 +106,7 @@ fn ids_at_and_past_each_stores_limit() {
         for (id, n_name_bytes) in &cases {
             let limit = match kind {
                 Kind::Raw | Kind::Zstd => Some(MAX_SEGMENT_BYTES),
-                Kind::Postgres => Some(POSTGRES_MAX_ID_BYTES),
+                Kind::Postgres => Some(strata_store::postgres::MAX_ID_BYTES),
                 Kind::Memory | Kind::Sqlite => None,
             };
             let measured = match kind {
@@ -263,7 +262,7 @@ fn a_database_of_another_schema_version_is_refused_naming_both() {
         format!(
             "database {} has schema version 7, but this build reads only version {}",
             path.display(),
-            strata_store::SCHEMA_VERSION
+            strata_store::sqlite::SCHEMA_VERSION
         )
     );
     let _ = Kind::Memory;

@@ -22,9 +22,10 @@ use std::time::{Duration, Instant};
 
 use postgres::{Client, NoTls};
 use strata_core::{Event, RawEvent, SessionHeader};
+use strata_store::backend::{LoadFn, LogAppender};
 use strata_store::{
-    Backend, Listing, LoadFn, LogAppender, LogStream, PostgresBackend, PostgresConfig, ReadFrom,
-    Store, StoreError, StoredLog,
+    Backend, Listing, LogStream, PostgresBackend, PostgresConfig, ReadFrom, Store, StoreError,
+    StoredLog,
 };
 
 const LOCAL_URL: &str = "postgres://postgres@127.0.0.1:5432/test";

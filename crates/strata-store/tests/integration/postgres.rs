@@ -13,10 +13,11 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use strata_core::{ForkMode, RawEvent};
+use strata_store::postgres::SCHEMA_VERSION;
 use strata_store::synth::turn_candidates;
 use strata_store::{
     AppendError, Backend, FollowFrom, PostgresBackend, PostgresConfig, SessionWriter, Store,
-    StoreError, POSTGRES_SCHEMA_VERSION,
+    StoreError,
 };
 
 use crate::common::{append_turns, header};
@@ -310,14 +311,14 @@ fn another_schema_version_is_refused_naming_both() {
             error,
             StoreError::PostgresSchemaVersion {
                 found: 2,
-                expected: POSTGRES_SCHEMA_VERSION,
+                expected: SCHEMA_VERSION,
                 ..
             }
         ),
         "{error}"
     );
     assert!(error.to_string().contains(&format!(
-        "has strata schema version 2, but this build reads only version {POSTGRES_SCHEMA_VERSION}"
+        "has strata schema version 2, but this build reads only version {SCHEMA_VERSION}"
     )));
 
     // A schema holding tables strata did not make is refused too, and left alone.
@@ -755,7 +756,7 @@ fn the_checkpoint_table_is_an_optional_cache() {
         )
         .unwrap()
         .get(0);
-    assert_eq!(i64::from(version), POSTGRES_SCHEMA_VERSION);
+    assert_eq!(i64::from(version), SCHEMA_VERSION);
     assert!(!compare_opens(&store, "s"), "the first open writes one");
     assert!(compare_opens(&store, "s"));
 }

@@ -11,9 +11,8 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
 use serde_json::Value;
 use strata_core::{CloseCause, Session};
-use strata_store::{
-    remove_sidecars, Compression, SessionWriter, Store, CHECKPOINT_FILE_NAME, INDEX_FILE_NAME,
-};
+use strata_store::sidecars::{remove_sidecars, CHECKPOINT_FILE_NAME, INDEX_FILE_NAME};
+use strata_store::{Compression, SessionWriter, Store};
 
 use crate::common::{append_turns, durable, header, partial_turn, store, Kind};
 
