@@ -23,8 +23,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use serde_json::json;
-use strata_compact::compaction::IdGenerator;
 use strata_compact::deadline::block_on;
+use strata_compact::IdGenerator;
 use strata_compact::{
     CompactionConfig, Compactor, ExtractiveSummarizer, Pruner, PrunerConfig, Retain, TokenMeter,
     Trigger,

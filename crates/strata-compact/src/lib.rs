@@ -20,7 +20,8 @@
 //!   for a log read from storage; [`repair_stored`] appends it durably to a stored session.
 //!
 //! ```
-//! use strata_compact::{block_on, CompactionConfig, Compactor, ExtractiveSummarizer, IdGenerator, Trigger};
+//! use strata_compact::deadline::block_on;
+//! use strata_compact::{CompactionConfig, Compactor, ExtractiveSummarizer, IdGenerator, Trigger};
 //! use strata_core::synth::{generate, SynthConfig};
 //!
 //! let mut session = generate(&SynthConfig { compact_every: 0, ..SynthConfig::default() }).unwrap();
@@ -39,7 +40,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
-pub use compaction::{CompactError, CompactionOutcome, Compactor, Pressure, Trigger};
+pub use compaction::{CompactError, CompactionOutcome, Compactor, IdGenerator, Pressure, Trigger};
 pub use config::{Budget, CompactionConfig, ConfigError, PrunerConfig, Retain};
 pub use estimate::{ByteEstimator, TokenEstimator};
 pub use extractive::ExtractiveSummarizer;

@@ -17,7 +17,7 @@ use std::sync::Mutex;
 
 use futures_util::StreamExt;
 use serde_json::Value;
-use strata_compact::compaction::IdGenerator;
+use strata_compact::IdGenerator;
 use strata_compact::{
     AutoStatus, CompactError, CompactionHost, Compactor, Pruner, SummarizeError, Summarizer,
     Summary, SummaryRequest,

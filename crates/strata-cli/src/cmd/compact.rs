@@ -11,9 +11,9 @@
 use std::path::Path;
 
 use anyhow::Context;
-use strata_compact::compaction::IdGenerator;
 use strata_compact::deadline::block_on;
 use strata_compact::summarizer::CHECKPOINT_PREAMBLE;
+use strata_compact::IdGenerator;
 use strata_compact::{
     restore_resumed, resume_stream, ByteEstimator, CompactionConfig, CompactionOutcome, Compactor,
     ExtractiveSummarizer, TokenEstimator as _, Trigger, WriterHost,

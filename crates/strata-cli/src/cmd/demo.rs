@@ -30,9 +30,9 @@ use strata_agent::agent::{
 };
 use strata_agent::llm::ScriptedModel;
 use strata_agent::tools::{ToolSet, ToolsConfig, Workspace};
-use strata_compact::compaction::IdGenerator;
 use strata_compact::deadline::block_on;
 use strata_compact::host::system_clock_ms;
+use strata_compact::IdGenerator;
 use strata_compact::{
     CompactionConfig, CompactionOutcome, Compactor, ExtractiveSummarizer, PrunedResult, Pruner,
     PrunerConfig, WriterHost,

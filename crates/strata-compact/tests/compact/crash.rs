@@ -8,9 +8,9 @@
 use std::io::Write;
 
 use serde_json::json;
-use strata_compact::compaction::IdGenerator;
 use strata_compact::deadline::block_on;
 use strata_compact::resume::INTERRUPTED;
+use strata_compact::IdGenerator;
 use strata_compact::{
     restore_resumed, resume_stream, CompactionConfig, Compactor, ExtractiveSummarizer, MemoryHost,
     Trigger,

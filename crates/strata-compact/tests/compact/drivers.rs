@@ -1,7 +1,7 @@
 //! The trigger policy drivers (persistence-compaction §5.3, §5.7).
 
-use strata_compact::compaction::IdGenerator;
 use strata_compact::deadline::block_on;
+use strata_compact::IdGenerator;
 use strata_compact::{
     AutoStatus, CompactionConfig, CompactionOutcome, Compactor, ExtractiveSummarizer, MemoryHost,
     Pruner, PrunerConfig, Retain, WriterHost,

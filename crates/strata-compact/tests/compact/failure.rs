@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use serde_json::json;
-use strata_compact::compaction::IdGenerator;
 use strata_compact::deadline::block_on;
+use strata_compact::IdGenerator;
 use strata_compact::{
     CompactError, CompactionConfig, CompactionOutcome, Compactor, ExtractiveSummarizer, MemoryHost,
     Summarizer, Trigger,

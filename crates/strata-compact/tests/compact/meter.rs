@@ -1,9 +1,9 @@
 //! The token meter (persistence-compaction §5.2).
 
 use serde_json::json;
-use strata_compact::compaction::IdGenerator;
 use strata_compact::deadline::block_on;
 use strata_compact::estimate::message_tokens;
+use strata_compact::IdGenerator;
 use strata_compact::{
     ByteEstimator, CompactionConfig, Compactor, ExtractiveSummarizer, TokenMeter, Trigger,
 };

@@ -1,8 +1,8 @@
 //! Properties on random realistic sessions (`strata_core::synth`), issue 5 "Tests".
 
 use proptest::prelude::*;
-use strata_compact::compaction::IdGenerator;
 use strata_compact::deadline::block_on;
+use strata_compact::IdGenerator;
 use strata_compact::{
     CompactionConfig, CompactionOutcome, Compactor, ExtractiveSummarizer, Pruner, PrunerConfig,
     Retain, Trigger,

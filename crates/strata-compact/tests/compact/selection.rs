@@ -61,7 +61,7 @@ fn an_open_step_with_unanswered_parallel_calls_blocks_every_later_cut() {
         &compacted,
         Trigger::Overflow,
         &strata_compact::ExtractiveSummarizer,
-        &strata_compact::compaction::IdGenerator::seeded(9).next_ids(),
+        &strata_compact::IdGenerator::seeded(9).next_ids(),
     ))
     .unwrap()
     .unwrap();

@@ -4,8 +4,8 @@
 //! `crash.rs`) and both forks. Each log is checked by the released-format
 //! oracle (`strata_conformance::format_oracle`), skipped loudly without it.
 
-use strata_compact::compaction::IdGenerator;
 use strata_compact::deadline::block_on;
+use strata_compact::IdGenerator;
 use strata_compact::{
     restore_resumed, CompactionConfig, Compactor, ExtractiveSummarizer, MemoryHost, PruneError,
     Pruner, PrunerConfig, Trigger,

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use strata_agent::agent::{LlmSummarizer, ReasoningReplay};
 use strata_agent::llm::{RetryPolicy, ScriptedModel};
-use strata_compact::compaction::IdGenerator;
 use strata_compact::deadline::block_on;
+use strata_compact::IdGenerator;
 use strata_compact::{
     restore_resumed, CompactionConfig, Compactor, ExtractiveSummarizer, MemoryHost, Pruner,
     PrunerConfig, SummarizeError, Summarizer, Summary, SummaryRequest, Trigger,
