@@ -59,7 +59,7 @@ pub struct ScannedRow<'a> {
 
 /// Where a decoder's scans keep the containers of their views: one arena per decoding thread,
 /// reset between batches, so building a view allocates nothing of its own (per-container
-/// vectors were a fifth of a small-event load's decoding time, in malloc and free).
+/// vectors cost a load's decoding much of its time in malloc and free: docs/measurements.md §4).
 #[derive(Debug, Default)]
 pub struct ScanArena(bumpalo::Bump);
 
@@ -317,7 +317,8 @@ fn string_stop(bytes: &[u8]) -> Option<usize> {
 /// [`string_stop`], and whether the run may hold a reserved code point's lead byte (the
 /// `json` module's markers): never `false` when it does, so only a run flagged `true` needs
 /// [`crate::json::has_reserved`]'s exact search. A view reads every payload string it keeps,
-/// and a second pass over each for the lead byte cost a tenth of a decoding thread's time.
+/// so a second pass over each for the lead byte would cost a measurable share of a decoding
+/// thread (docs/measurements.md §4).
 #[inline(always)]
 fn string_stop_with_leads(bytes: &[u8]) -> Option<(usize, bool)> {
     stop::<true>(bytes)
@@ -328,7 +329,7 @@ fn string_stop_with_leads(bytes: &[u8]) -> Option<(usize, bool)> {
 ///
 /// Eight bytes a word, to the end (as serde's own string skipping does): one pass finds both
 /// the run's end and any control byte in it, where a `memchr2` for the end left the control
-/// bytes to a separate pass over the whole row (3 % of a load's instructions).
+/// bytes to a separate pass over the whole row (docs/measurements.md §4).
 #[inline(always)]
 fn stop<const LEADS: bool>(bytes: &[u8]) -> Option<(usize, bool)> {
     const ONES: u64 = u64::from_ne_bytes([1; 8]);
@@ -423,8 +424,8 @@ impl<'a> Scanner<'a> {
     }
 
     /// An envelope key and its colon, spelled without escapes (any other key, or a key with
-    /// escapes, is `None`: serde takes the row). Matched as bytes: a general string scan and a
-    /// match on its text cost nearly a tenth of a small-event load.
+    /// escapes, is `None`: serde takes the row). Matched as bytes, not by a general string scan
+    /// and a match on its text (docs/measurements.md §4).
     fn envelope_key(&mut self) -> Option<EnvelopeKey> {
         let rest = self.bytes.get(self.pos..)?;
         // Each spelling a constant where it is compared, so the comparison is a few loads,
@@ -453,7 +454,8 @@ impl<'a> Scanner<'a> {
     /// surrogate escapes (serde checks their pairing where it unescapes, not where it skips).
     ///
     /// Inlined where it is read: most strings have no escape and end within the first words
-    /// searched, and a call's frame was a fifth of a string's cost; a string with escapes goes
+    /// searched, so a call's frame is a large share of their cost (docs/measurements.md §4);
+    /// a string with escapes goes
     /// on in [`Scanner::escaped_string`]. A raw control byte in a string ends the scan (serde
     /// refuses it, with its own message).
     #[inline(always)]

@@ -101,7 +101,7 @@ pub fn log_stats(events: &[Arc<Event>]) -> Result<LogStats, AcceptError> {
         }
         // Payloads are read through borrowed views, never `Event::data`: that parses the
         // whole payload into a tree and keeps it in the event, which over a log of a million
-        // events held gigabytes (`strata inspect` took 2.7 GB and 11 s on an 800 MB log).
+        // events holds gigabytes (docs/measurements.md §7).
         let depth = match event.event_type() {
             EventType::TurnStart | EventType::StepStart => 2,
             EventType::AssistantMessage => 3,

@@ -39,8 +39,8 @@ pub struct RawEvent {
     /// seqs by the rules. Invariant: `source_event_seqs` is then `None`.
     pub(crate) plain_sources: Option<Arc<[Seq]>>,
     pub(crate) order: Option<KeyOrder>,
-    /// `surfaceOp` was the plain `"append"` nearly every surface event carries (a third of a
-    /// log's rows), held without a value. Invariant: `surface_op` is then `None`.
+    /// `surfaceOp` was the plain `"append"` nearly every surface event carries, held without
+    /// a value (docs/measurements.md §4). Invariant: `surface_op` is then `None`.
     pub(crate) append_op: bool,
     /// The row was not a JSON object, or had a key outside the envelope.
     pub(crate) malformed: bool,
@@ -283,7 +283,7 @@ impl RawEvent {
     /// (an older generation's reader keeps a row's own text, or writes a normalized tree back
     /// to text): every payload text holding a block of its own moves into one shared block,
     /// so the session they are restored into holds one allocation per batch, as a V3 load
-    /// does, not one per event (freeing a million of them was a tenth of a v0 validate).
+    /// does, not one per event (docs/measurements.md §5).
     pub fn share_own_payloads(rows: &mut [RawEvent]) {
         crate::data::Text::share_among(
             rows,

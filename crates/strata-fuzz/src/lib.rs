@@ -54,12 +54,12 @@ pub const TARGETS: &[(&str, Target)] = &[
 ///
 /// It also keeps the allocator's freed memory for reuse (no `mmap` per large block, no
 /// trimming): a reader's two 256 KiB buffers per open were otherwise fresh pages each time,
-/// faulted in and zeroed by the kernel, a fifth of a `zstd_log` execution. Memory stays
+/// faulted in and zeroed by the kernel (docs/measurements.md §6). Memory stays
 /// bounded by the largest working set, which `-rss_limit_mb` still watches.
 pub fn init_fuzzing() {
     strata_store::fuzzing::decode_inline(true);
     // One zstd decoder per thread, handed from each stream to the next (reinitialised at
-    // every frame): creating one per `read_log` was an eighth of a `zstd_log` execution.
+    // every frame), not one created per `read_log` (docs/measurements.md §6).
     strata_store::fuzzing::reuse_decoders(true);
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[allow(unsafe_code)] // the one unsafe site of the harnesses: glibc's allocator tuning

@@ -5,7 +5,7 @@
 //!
 //! A full load is mostly per-row work that needs no other row: JSON decoding, the payload's
 //! copy, the data and shape rules. One reading thread could not keep up with that (it was the
-//! bottleneck of `Store::load`, the restoring thread idle a third of the time); here it only
+//! bottleneck of `Store::load`: docs/measurements.md §3); here it only
 //! reads (and decompresses) and hands batches of raw records to the decoders, round-robin.
 //!
 //! Invariants:
@@ -25,8 +25,7 @@
 //! - Buffers go back where they came from: a decoder returns each record batch to the reader,
 //!   the consumer returns each emptied row batch to its decoder. A batch freed on another
 //!   thread than the one that filled it went back to that thread's heap, which glibc then
-//!   trimmed, so the next batch faulted in freshly zeroed pages (13 % of a SQLite load's
-//!   samples were the kernel zeroing them).
+//!   trimmed, so the next batch faulted in freshly zeroed pages (docs/measurements.md §3).
 //! - Dropping the consumer stops every thread at its next send or receive; no thread holds a
 //!   lock, and none outlives the rows it could still deliver.
 //! - The mode (wire rows, or rows checked ahead for a restore) is fixed by the first pull;

@@ -12,26 +12,15 @@
 //!
 //! # Why the payload is `text`
 //!
-//! Measured with `cargo bench -p strata-store --bench postgres -- payload` (100,000 synthetic
-//! payloads, 112 MB of JSON, a quarter of them ~8 KiB tool outputs; 64 rows per statement in
-//! one transaction, best of two runs, PostgreSQL 15 on the 2-core dev machine):
-//!
-//! | `data` column              | insert s | load s | MB on disk | byte-identical |
-//! |----------------------------|---------:|-------:|-----------:|---------------:|
-//! | `text`                     |     2.43 |   1.01 |       20.4 |           100% |
-//! | `text`, lz4 TOAST          |     1.69 |   1.00 |       19.4 |           100% |
-//! | `bytea`                    |     2.44 |   0.76 |       20.4 |           100% |
-//! | `bytea`, zstd from 4 KiB   |     2.07 |   1.50 |       19.3 |           100% |
-//! | `jsonb`                    |     3.14 |   0.76 |       24.2 |             0% |
-//! | `jsonb` + `text`           |     4.89 |   1.13 |       38.4 |           100% |
-//!
 //! `jsonb` alone cannot be the log: it reorders keys, drops duplicates, respells numbers and adds
-//! spaces, so no payload came back as written (format.md: reading then writing an event is
+//! spaces, so no payload comes back as written (format.md: reading then writing an event is
 //! byte-identical). Keeping `jsonb` beside the text doubles the size and the insert time for
 //! queries nobody needs from the log (`data::jsonb` works ad hoc). `bytea` costs the same as
 //! `text` without being readable in SQL, and client-side zstd only moves the TOAST compressor's
 //! work to the client and back. So `data` is `text`, with lz4 TOAST compression where the server
-//! has it (inserts ~30% faster than the default pglz; reads return the same text).
+//! has it (faster inserts than the default pglz; reads return the same text). The figures, and
+//! the bench that takes them (`cargo bench -p strata-store --bench postgres -- payload`), are in
+//! docs/measurements.md §1.
 //!
 //! # Invariants
 //!

@@ -59,7 +59,7 @@ pub trait RestoreSink {
 /// The rows go, as they are pushed, to a thread that restores them (the core's restore pulls
 /// its rows), so the sink never holds the log as rows: a v0 log's rows carry their payloads
 /// as parsed values, several times the size of their text, and a sink that collected them
-/// all first held them beside the session it then built (1.9 GB for a 207 MB log).
+/// all first held them beside the session it then built (docs/measurements.md §7).
 /// Should no thread start, the rows are collected and restored on [`RestoreSink::finish`].
 pub struct SessionSink {
     /// Each pushed row's line, by index, to place a failure the core reports by index.

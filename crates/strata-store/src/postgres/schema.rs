@@ -108,7 +108,7 @@ impl Sql {
             // `LIMIT NULL` is `LIMIT ALL`. The upper bound is redundant for a dense log but
             // keeps the plan bounded: on a freshly loaded table (no statistics yet) the planner
             // picks a bitmap scan + sort of *every* row from `$2` on for each page, which made
-            // a 100k-event read quadratic (~108 ms instead of ~7 ms for the first page).
+            // a long session's read quadratic (docs/measurements.md §2).
             page: format!(
                 "SELECT {EVENT_COLUMNS} FROM {s}.events \
                  WHERE session_id = $1 AND seq >= $2 \
@@ -258,9 +258,9 @@ pub(super) fn initialise(
     let quoted = quote_ident(schema);
     tx.batch_execute(&DDL.replace("{s}", &quoted))
         .map_err(backend.failed("create schema"))?;
-    // lz4 TOAST compression where the server has it (PostgreSQL 14+ built with lz4): inserts
-    // were ~30% faster than the default pglz in the payload measurement, and reads return the
-    // same text either way. A savepoint keeps a server without lz4 on the default.
+    // lz4 TOAST compression where the server has it (PostgreSQL 14+ built with lz4): faster
+    // inserts than the default pglz (docs/measurements.md §1), and reads return the same text
+    // either way. A savepoint keeps a server without lz4 on the default.
     tx.batch_execute("SAVEPOINT lz4").map_err(&failed)?;
     let lz4 = tx.batch_execute(&format!(
         "ALTER TABLE {quoted}.events ALTER COLUMN data SET COMPRESSION lz4"

@@ -79,8 +79,8 @@ impl RecordSource for SqliteRows {
     type Pages = SqlitePages;
 
     /// More than a page left to read: each decoder reads its own pages on a connection of
-    /// its own (the SQLite work, a third of a load's, then runs on every decoder, and no
-    /// reading thread copies every row across to them).
+    /// its own (SQLite's share of a load then runs on every decoder, and no reading thread
+    /// copies every row across to them: docs/measurements.md §3).
     fn pages(&self) -> Option<Arc<SqlitePages>> {
         (!self.done && self.n_yielded == 0 && self.n_stored > self.next_seq + PAGE_ROWS as u64)
             .then(|| {
