@@ -305,6 +305,133 @@ fn shift_offsets(detail: &str, start: u64) -> String {
     format!("{detail} (relative to the frame at file offset {start})")
 }
 
+impl ZstdStream {
+    /// Between frames: reads the next frame's magic and begins it, or consumes a skippable
+    /// frame's header (`Framing::Any`). `false` when the input ended there (the stream is
+    /// done, or torn after fewer than a header's bytes); an error for bytes no frame starts
+    /// with.
+    fn begin_frame(&mut self) -> io::Result<bool> {
+        while self.in_len - self.in_pos < 4 {
+            if !self.refill()? {
+                if self.in_len > self.in_pos {
+                    // Fewer than 4 bytes of a frame: a torn append.
+                    let (start, plain_start) = (self.offset, self.plain_offset);
+                    self.end_torn(start, plain_start);
+                } else {
+                    self.done = true;
+                }
+                return Ok(false);
+            }
+        }
+        let magic_bytes = [
+            self.input[self.in_pos],
+            self.input[self.in_pos + 1],
+            self.input[self.in_pos + 2],
+            self.input[self.in_pos + 3],
+        ];
+        let magic = u32::from_le_bytes(magic_bytes);
+        let skippable = magic & 0xFFFF_FFF0 == 0x184D_2A50;
+        if skippable && self.framing == Framing::Any {
+            // The magic, then the length of the user data to skip.
+            while self.in_len - self.in_pos < 8 {
+                if !self.refill()? {
+                    let (start, plain_start) = (self.offset, self.plain_offset);
+                    self.end_torn(start, plain_start);
+                    return Ok(false);
+                }
+            }
+            let at = self.in_pos + 4;
+            let size = [
+                self.input[at],
+                self.input[at + 1],
+                self.input[at + 2],
+                self.input[at + 3],
+            ];
+            self.skipping = (self.offset, u64::from(u32::from_le_bytes(size)));
+            self.in_pos += 8;
+            self.offset += 8;
+            return Ok(true);
+        }
+        if magic != FRAME_MAGIC {
+            let offset = usize::try_from(self.offset).unwrap_or(usize::MAX);
+            let detail = if skippable {
+                let error = FrameError::SkippableFrame {
+                    offset,
+                    found: magic,
+                };
+                format!(
+                    "{error}, which dsh's framing never writes ({})",
+                    FOREIGN_FRAMING_HINT
+                )
+            } else {
+                let error = FrameError::BadMagic {
+                    offset,
+                    found: magic,
+                };
+                error.to_string()
+            };
+            return Err(self.fail(detail));
+        }
+        self.decoder.get()?.reinit()?;
+        self.frame = Some((self.offset, self.plain_offset, None));
+        self.frame_lines = 0;
+        Ok(true)
+    }
+
+    /// The input ended inside a frame: hands out what the decoder still holds (into
+    /// `buf[filled..]`), else ends the stream torn at the frame. Returns the bytes filled.
+    fn flush_torn_frame(
+        &mut self,
+        buf: &mut [u8],
+        mut filled: usize,
+        start: u64,
+        plain_start: u64,
+    ) -> usize {
+        let mut input = InBuffer::around(&[]);
+        let mut output = OutBuffer::around(&mut buf[filled..]);
+        let flushed = self
+            .decoder
+            .get()
+            .and_then(|decoder| decoder.run(&mut input, &mut output))
+            .is_ok();
+        let produced = output.pos();
+        if flushed && produced > 0 {
+            self.count_lines(&buf[filled..filled + produced]);
+            filled += produced;
+            self.plain_offset += produced as u64;
+            self.frame = Some((start, plain_start, buf.get(filled - 1).copied()));
+            return filled;
+        }
+        self.end_torn(start, plain_start);
+        filled
+    }
+
+    /// The frame at `start` ended, its checksum verified: in dsh's framing it must end on a
+    /// record boundary (`last_byte` is its last plaintext byte). Whether the read returns now
+    /// (it filled bytes), else it goes on to the next frame.
+    fn end_frame(&mut self, start: u64, last_byte: Option<u8>, filled: usize) -> io::Result<bool> {
+        self.frame = None;
+        self.frame_lines = 0;
+        if self.first_frame_plain_end == NOT_YET {
+            self.first_frame_plain_end = self.plain_offset;
+        }
+        let mid_record = last_byte.is_some_and(|byte| byte != b'\n');
+        if mid_record && self.framing == Framing::Dsh {
+            let detail = format!(
+                "complete zstd frame at offset {start} contains a torn JSONL record: \
+                 corrupt, or not in dsh's framing ({})",
+                FOREIGN_FRAMING_HINT
+            );
+            if filled == 0 {
+                return Err(self.fail(detail));
+            }
+            self.failure = Some(detail);
+            self.done = true;
+        }
+        Ok(filled > 0)
+    }
+}
+
 impl Read for ZstdStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if let Some(failure) = &self.failure {
@@ -320,91 +447,13 @@ impl Read for ZstdStream {
             }
             let Some((start, plain_start, last_byte)) = self.frame else {
                 // Between frames: a new one must begin with the frame magic.
-                while self.in_len - self.in_pos < 4 {
-                    if !self.refill()? {
-                        if self.in_len > self.in_pos {
-                            // Fewer than 4 bytes of a frame: a torn append.
-                            let (start, plain_start) = (self.offset, self.plain_offset);
-                            self.end_torn(start, plain_start);
-                        } else {
-                            self.done = true;
-                        }
-                        return Ok(filled);
-                    }
-                }
-                let magic_bytes = [
-                    self.input[self.in_pos],
-                    self.input[self.in_pos + 1],
-                    self.input[self.in_pos + 2],
-                    self.input[self.in_pos + 3],
-                ];
-                let magic = u32::from_le_bytes(magic_bytes);
-                let skippable = magic & 0xFFFF_FFF0 == 0x184D_2A50;
-                if skippable && self.framing == Framing::Any {
-                    // The magic, then the length of the user data to skip.
-                    while self.in_len - self.in_pos < 8 {
-                        if !self.refill()? {
-                            let (start, plain_start) = (self.offset, self.plain_offset);
-                            self.end_torn(start, plain_start);
-                            return Ok(filled);
-                        }
-                    }
-                    let at = self.in_pos + 4;
-                    let size = [
-                        self.input[at],
-                        self.input[at + 1],
-                        self.input[at + 2],
-                        self.input[at + 3],
-                    ];
-                    self.skipping = (self.offset, u64::from(u32::from_le_bytes(size)));
-                    self.in_pos += 8;
-                    self.offset += 8;
+                if self.begin_frame()? {
                     continue;
                 }
-                if magic != FRAME_MAGIC {
-                    let offset = usize::try_from(self.offset).unwrap_or(usize::MAX);
-                    let detail = if skippable {
-                        let error = FrameError::SkippableFrame {
-                            offset,
-                            found: magic,
-                        };
-                        format!(
-                            "{error}, which dsh's framing never writes ({})",
-                            FOREIGN_FRAMING_HINT
-                        )
-                    } else {
-                        let error = FrameError::BadMagic {
-                            offset,
-                            found: magic,
-                        };
-                        error.to_string()
-                    };
-                    return Err(self.fail(detail));
-                }
-                self.decoder.get()?.reinit()?;
-                self.frame = Some((self.offset, self.plain_offset, None));
-                self.frame_lines = 0;
-                continue;
+                return Ok(filled);
             };
             if self.in_pos == self.in_len && !self.refill()? {
-                // Input exhausted mid-frame: flush what the decoder holds, then it is torn.
-                let mut input = InBuffer::around(&[]);
-                let mut output = OutBuffer::around(&mut buf[filled..]);
-                let flushed = self
-                    .decoder
-                    .get()
-                    .and_then(|decoder| decoder.run(&mut input, &mut output))
-                    .is_ok();
-                let produced = output.pos();
-                if flushed && produced > 0 {
-                    self.count_lines(&buf[filled..filled + produced]);
-                    filled += produced;
-                    self.plain_offset += produced as u64;
-                    self.frame = Some((start, plain_start, buf.get(filled - 1).copied()));
-                    return Ok(filled);
-                }
-                self.end_torn(start, plain_start);
-                return Ok(filled);
+                return Ok(self.flush_torn_frame(buf, filled, start, plain_start));
             }
             let mut input = InBuffer::around(&self.input[self.in_pos..self.in_len]);
             let mut output = OutBuffer::around(&mut buf[filled..]);
@@ -432,26 +481,7 @@ impl Read for ZstdStream {
                 }
             };
             if hint == 0 {
-                // The frame ended (checksum verified): it must end on a record boundary.
-                self.frame = None;
-                self.frame_lines = 0;
-                if self.first_frame_plain_end == NOT_YET {
-                    self.first_frame_plain_end = self.plain_offset;
-                }
-                let mid_record = last_byte.is_some_and(|byte| byte != b'\n');
-                if mid_record && self.framing == Framing::Dsh {
-                    let detail = format!(
-                        "complete zstd frame at offset {start} contains a torn JSONL record: \
-                         corrupt, or not in dsh's framing ({})",
-                        FOREIGN_FRAMING_HINT
-                    );
-                    if filled == 0 {
-                        return Err(self.fail(detail));
-                    }
-                    self.failure = Some(detail);
-                    self.done = true;
-                }
-                if filled > 0 {
+                if self.end_frame(start, last_byte, filled)? {
                     return Ok(filled);
                 }
                 continue;
