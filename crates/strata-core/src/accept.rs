@@ -214,32 +214,7 @@ fn accept_checked(
         }
     };
     if context.path == Path::Append {
-        let type_tag = envelope.event_type.as_str();
-        // The caller's clock is a parameter: refuse what §2.1 would refuse on
-        // read, so every appended event restores.
-        if envelope.time.unsigned_abs() > MAX_SAFE_INTEGER {
-            return Err(locate(AcceptError::new(
-                Rule::InvalidEnvelope,
-                format!(
-                    "session event \"{type_tag}\" at seq {seq} has an invalid event envelope: time {} is not a safe integer",
-                    envelope.time
-                ),
-            )));
-        }
-        if !payload_is_lossless(&envelope.data) {
-            return Err(locate(AcceptError::new(
-                Rule::NonJson,
-                format!("session event \"{type_tag}\" carries non-JSON-serializable data"),
-            )));
-        }
-        if !meta_is_lossless(&envelope.meta) {
-            return Err(locate(AcceptError::new(
-                Rule::NonJson,
-                format!(
-                    "session event \"{type_tag}\" carries non-JSON-serializable surface metadata"
-                ),
-            )));
-        }
+        check_appended_envelope(&envelope).map_err(locate)?;
     }
     // v0 checks contiguity after the payload rules; V2+ first (§5.2 rule 1).
     let legacy_order = context.generation.legacy_check_order();
@@ -258,45 +233,8 @@ fn accept_checked(
         Path::Fold | Path::Adopt => false,
     };
     if context.path != Path::Fold {
-        let who = Who {
-            event_type: &envelope.event_type,
-            seq,
-            shown_seq: None,
-        };
-        match &envelope.data {
-            Payload::Value(value) => {
-                check_payload(context, &who, &**value, shape_checked).map_err(locate)?;
-            }
-            Payload::Raw(_) | Payload::Text(_) => {
-                let text = envelope.data.text().unwrap_or("null");
-                let depth = view_depth(&envelope.event_type);
-                let parsed;
-                let view = match prepared {
-                    Some(prepared) if prepared.depth == depth => Some(&prepared.view),
-                    _ if depth > 0 => {
-                        parsed = View::parse(text, depth);
-                        parsed.as_ref()
-                    }
-                    _ => None,
-                };
-                if depth > 0 {
-                    match view {
-                        Some(view) => {
-                            check_payload(context, &who, view, shape_checked).map_err(locate)?;
-                            if wants_facts {
-                                facts = Facts::from_view(&envelope.event_type, view);
-                            }
-                        }
-                        None => {
-                            let value = envelope.data.to_value();
-                            check_payload(context, &who, &value, shape_checked).map_err(locate)?;
-                        }
-                    }
-                } else {
-                    check_data_by_name(context, &who).map_err(locate)?;
-                }
-            }
-        }
+        facts = check_payload_rules(context, &envelope, prepared, shape_checked, wants_facts)
+            .map_err(locate)?;
     }
     if legacy_order {
         check_contiguity(context, seq).map_err(locate)?;
@@ -353,6 +291,91 @@ fn accept_checked(
         .map_err(wrap)
         .map_err(locate)?;
     Ok((event, plan, facts))
+}
+
+/// What an append must satisfy before the rules every path runs, so that every appended event
+/// restores: a safe-integer `time` (the caller's clock is a parameter: refuse what §2.1 would
+/// refuse on read) and a payload and metadata that survive JSON.
+fn check_appended_envelope(envelope: &Envelope) -> Result<(), AcceptError> {
+    let seq = envelope.seq;
+    let type_tag = envelope.event_type.as_str();
+    if envelope.time.unsigned_abs() > MAX_SAFE_INTEGER {
+        return Err(AcceptError::new(
+            Rule::InvalidEnvelope,
+            format!(
+                "session event \"{type_tag}\" at seq {seq} has an invalid event envelope: time {} is not a safe integer",
+                envelope.time
+            ),
+        ));
+    }
+    if !payload_is_lossless(&envelope.data) {
+        return Err(AcceptError::new(
+            Rule::NonJson,
+            format!("session event \"{type_tag}\" carries non-JSON-serializable data"),
+        ));
+    }
+    if !meta_is_lossless(&envelope.meta) {
+        return Err(AcceptError::new(
+            Rule::NonJson,
+            format!("session event \"{type_tag}\" carries non-JSON-serializable surface metadata"),
+        ));
+    }
+    Ok(())
+}
+
+/// The data and message-shape rules on the envelope's payload (`accept/payload`), through the
+/// view a decoder `prepared` when it fits, else one parsed here; `shape_checked` as the path
+/// decides. Returns the payload facts the relational rules read, when `wants_facts` and the
+/// payload was read through a view.
+fn check_payload_rules(
+    context: &Context<'_>,
+    envelope: &Envelope,
+    prepared: Option<&PreparedView<'_>>,
+    shape_checked: bool,
+    wants_facts: bool,
+) -> Result<Option<Facts>, AcceptError> {
+    let seq = envelope.seq;
+    let mut facts = None;
+    let who = Who {
+        event_type: &envelope.event_type,
+        seq,
+        shown_seq: None,
+    };
+    match &envelope.data {
+        Payload::Value(value) => {
+            check_payload(context, &who, &**value, shape_checked)?;
+        }
+        Payload::Raw(_) | Payload::Text(_) => {
+            let text = envelope.data.text().unwrap_or("null");
+            let depth = view_depth(&envelope.event_type);
+            let parsed;
+            let view = match prepared {
+                Some(prepared) if prepared.depth == depth => Some(&prepared.view),
+                _ if depth > 0 => {
+                    parsed = View::parse(text, depth);
+                    parsed.as_ref()
+                }
+                _ => None,
+            };
+            if depth > 0 {
+                match view {
+                    Some(view) => {
+                        check_payload(context, &who, view, shape_checked)?;
+                        if wants_facts {
+                            facts = Facts::from_view(&envelope.event_type, view);
+                        }
+                    }
+                    None => {
+                        let value = envelope.data.to_value();
+                        check_payload(context, &who, &value, shape_checked)?;
+                    }
+                }
+            } else {
+                check_data_by_name(context, &who)?;
+            }
+        }
+    }
+    Ok(facts)
 }
 
 /// The head and relational rules (docs/rules.md: S9–S13, R1–R53) on an event the rules above
