@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::error::MigrateError;
 use super::payload_audit::{self, AuditError};
@@ -93,142 +93,168 @@ impl<I: Iterator<Item = StageItem>> V0ToV1<I> {
             .source_seq
             .map_or_else(|| "unknown".to_owned(), |seq| seq.to_string());
         if let Some(Value::Object(data)) = event.get_mut("data") {
-            match tag.as_str() {
-                "llm/retry" => {
-                    // One id per retry chain (turn, step, provider, policyKey), minted at the
-                    // chain's first id-less retry and reused by its later ones.
-                    let chain = Value::Array(
-                        ["turn", "step", "provider", "policyKey"]
-                            .iter()
-                            .map(|key| data.get(*key).cloned().unwrap_or(Value::Null))
-                            .collect(),
-                    );
-                    let chain = strata_core::json::to_js_string(&chain);
-                    match data.get("retryId") {
-                        Some(Value::String(id)) if !id.is_empty() => {
-                            self.retry_chains.insert(chain, id.clone());
-                        }
-                        Some(_) => {}
-                        None => {
-                            let id = self
-                                .retry_chains
-                                .entry(chain)
-                                .or_insert_with(|| {
-                                    format!("legacy-retry:{}:{seq_text}", self.context.session_id)
-                                })
-                                .clone();
-                            data.insert("retryId".into(), Value::from(id));
-                        }
-                    }
-                }
-                "llm/retry-started" if !data.contains_key("retryId") => {
-                    return Err(MigrateError::Refused {
-                        at: self.context.at(&staged),
-                        refusal: Refusal::RetryStartedWithoutId,
-                        text: format!(
-                            "llm/retry-started {seq_text} data lacks required member \"retryId\""
-                        ),
-                    });
-                }
-                "session/end-seed" => self.open_compaction = None,
-                "compaction/start" => {
-                    let id = match data.get("compactionId") {
-                        Some(Value::String(id)) if !id.is_empty() => Value::from(id.clone()),
-                        _ => {
-                            let id = Value::from(format!(
-                                "legacy-compaction:{}:{seq_text}",
-                                self.context.session_id
-                            ));
-                            data.insert("compactionId".into(), id.clone());
-                            id
-                        }
-                    };
-                    self.open_compaction = Some(id);
-                }
-                "compaction/summary" | "compaction/end" => {
-                    if let (false, Some(id)) =
-                        (data.contains_key("compactionId"), &self.open_compaction)
-                    {
-                        data.insert("compactionId".into(), id.clone());
-                    }
-                    if tag == "compaction/end" {
-                        self.open_compaction = None;
-                    }
-                }
-                "user/message" => {
-                    if let (Some(Value::Object(source)), Some(id)) =
-                        (data.get_mut("source"), &self.open_compaction)
-                    {
-                        let compact = source.get("kind").and_then(Value::as_str) == Some("plugin")
-                            && source.get("plugin").and_then(Value::as_str) == Some("compact");
-                        if compact && !source.contains_key("compactionId") {
-                            source.insert("compactionId".into(), id.clone());
-                        }
-                    }
-                }
-                "request/header" => {
-                    if let Some(Value::Object(header)) = data.get_mut("header") {
-                        match header.get("messagePrefix") {
-                            None | Some(Value::Array(_)) => {
-                                header.shift_remove("messagePrefix");
-                            }
-                            Some(_) => {
-                                return Err(MigrateError::Refused {
-                                    at: self.context.at(&staged),
-                                    refusal: Refusal::MessagePrefixNotArray,
-                                    text: format!(
-                                        "session {} contains malformed request/header messagePrefix at seq {seq_text}",
-                                        strata_core::json::to_js_string(&Value::from(
-                                            &*self.context.session_id
-                                        ))
-                                    ),
-                                });
-                            }
-                        }
-                    }
-                }
-                _ => {}
-            }
+            self.complete_ids(&staged, &tag, data, &seq_text)?;
         }
         // The payload audit (docs/migration.md, "v0 → v1" step 10).
         if tag != "assistant/chunk" {
-            let seq = staged.source_seq.unwrap_or_default();
-            let refused = |refusal, text| MigrateError::Refused {
-                at: self.context.at(&staged),
-                refusal,
-                text,
-            };
-            match payload_audit::audit(&tag, seq, event.get("data"), 0) {
-                Ok(()) => {}
-                Err(AuditError::UnknownType) => {
-                    let shown = payload_audit::shown_type(event.get("type"));
-                    return Err(refused(
-                        Refusal::UnknownHistoricalType,
-                        format!(
-                            "format v0 contains unknown historical event type {shown} at seq \
-                             {seq_text}; migration refuses unknown historical events even when \
-                             ignorable"
-                        ),
-                    ));
-                }
-                Err(AuditError::DescriptorVersion(version)) => {
-                    return Err(refused(
-                        Refusal::DescriptorVersion,
-                        format!("{tag} {seq_text} uses unsupported descriptor version {version}"),
-                    ));
-                }
-                Err(AuditError::Rule(text)) => {
-                    let refusal = if text.ends_with("data must be a JSON object") {
-                        Refusal::DataNotObject
-                    } else {
-                        Refusal::PayloadShape
-                    };
-                    return Err(refused(refusal, text));
-                }
-            }
+            self.audit(&staged, &tag, &event, &seq_text)?;
         }
         staged.event = event;
         Ok(staged)
+    }
+
+    /// Upstream's id completion of v0 → v1: a retry chain's `retryId`, a compaction's
+    /// `compactionId` (and the checkpoint's inside its bracket), minted where the log has none;
+    /// a `request/header`'s empty `messagePrefix` dropped. What it cannot complete refuses.
+    fn complete_ids(
+        &mut self,
+        staged: &Staged,
+        tag: &str,
+        data: &mut Map<String, Value>,
+        seq_text: &str,
+    ) -> Result<(), MigrateError> {
+        match tag {
+            "llm/retry" => {
+                // One id per retry chain (turn, step, provider, policyKey), minted at the
+                // chain's first id-less retry and reused by its later ones.
+                let chain = Value::Array(
+                    ["turn", "step", "provider", "policyKey"]
+                        .iter()
+                        .map(|key| data.get(*key).cloned().unwrap_or(Value::Null))
+                        .collect(),
+                );
+                let chain = strata_core::json::to_js_string(&chain);
+                match data.get("retryId") {
+                    Some(Value::String(id)) if !id.is_empty() => {
+                        self.retry_chains.insert(chain, id.clone());
+                    }
+                    Some(_) => {}
+                    None => {
+                        let id = self
+                            .retry_chains
+                            .entry(chain)
+                            .or_insert_with(|| {
+                                format!("legacy-retry:{}:{seq_text}", self.context.session_id)
+                            })
+                            .clone();
+                        data.insert("retryId".into(), Value::from(id));
+                    }
+                }
+            }
+            "llm/retry-started" if !data.contains_key("retryId") => {
+                return Err(MigrateError::Refused {
+                    at: self.context.at(staged),
+                    refusal: Refusal::RetryStartedWithoutId,
+                    text: format!(
+                        "llm/retry-started {seq_text} data lacks required member \"retryId\""
+                    ),
+                });
+            }
+            "session/end-seed" => self.open_compaction = None,
+            "compaction/start" => {
+                let id = match data.get("compactionId") {
+                    Some(Value::String(id)) if !id.is_empty() => Value::from(id.clone()),
+                    _ => {
+                        let id = Value::from(format!(
+                            "legacy-compaction:{}:{seq_text}",
+                            self.context.session_id
+                        ));
+                        data.insert("compactionId".into(), id.clone());
+                        id
+                    }
+                };
+                self.open_compaction = Some(id);
+            }
+            "compaction/summary" | "compaction/end" => {
+                if let (false, Some(id)) =
+                    (data.contains_key("compactionId"), &self.open_compaction)
+                {
+                    data.insert("compactionId".into(), id.clone());
+                }
+                if tag == "compaction/end" {
+                    self.open_compaction = None;
+                }
+            }
+            "user/message" => {
+                if let (Some(Value::Object(source)), Some(id)) =
+                    (data.get_mut("source"), &self.open_compaction)
+                {
+                    let compact = source.get("kind").and_then(Value::as_str) == Some("plugin")
+                        && source.get("plugin").and_then(Value::as_str) == Some("compact");
+                    if compact && !source.contains_key("compactionId") {
+                        source.insert("compactionId".into(), id.clone());
+                    }
+                }
+            }
+            "request/header" => {
+                if let Some(Value::Object(header)) = data.get_mut("header") {
+                    match header.get("messagePrefix") {
+                        None | Some(Value::Array(_)) => {
+                            header.shift_remove("messagePrefix");
+                        }
+                        Some(_) => {
+                            return Err(MigrateError::Refused {
+                                at: self.context.at(staged),
+                                refusal: Refusal::MessagePrefixNotArray,
+                                text: format!(
+                                    "session {} contains malformed request/header messagePrefix at seq {seq_text}",
+                                    strata_core::json::to_js_string(&Value::from(
+                                        &*self.context.session_id
+                                    ))
+                                ),
+                            });
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The payload audit of one converted event, its failures sorted into refusals.
+    fn audit(
+        &self,
+        staged: &Staged,
+        tag: &str,
+        event: &Map<String, Value>,
+        seq_text: &str,
+    ) -> Result<(), MigrateError> {
+        let seq = staged.source_seq.unwrap_or_default();
+        let refused = |refusal, text| MigrateError::Refused {
+            at: self.context.at(staged),
+            refusal,
+            text,
+        };
+        match payload_audit::audit(tag, seq, event.get("data"), 0) {
+            Ok(()) => {}
+            Err(AuditError::UnknownType) => {
+                let shown = payload_audit::shown_type(event.get("type"));
+                return Err(refused(
+                    Refusal::UnknownHistoricalType,
+                    format!(
+                        "format v0 contains unknown historical event type {shown} at seq \
+                         {seq_text}; migration refuses unknown historical events even when \
+                         ignorable"
+                    ),
+                ));
+            }
+            Err(AuditError::DescriptorVersion(version)) => {
+                return Err(refused(
+                    Refusal::DescriptorVersion,
+                    format!("{tag} {seq_text} uses unsupported descriptor version {version}"),
+                ));
+            }
+            Err(AuditError::Rule(text)) => {
+                let refusal = if text.ends_with("data must be a JSON object") {
+                    Refusal::DataNotObject
+                } else {
+                    Refusal::PayloadShape
+                };
+                return Err(refused(refusal, text));
+            }
+        }
+        Ok(())
     }
 
     /// Upstream's step 2: the retired `request/header-delta` and `mode/set` events and the
