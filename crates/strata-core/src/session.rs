@@ -1212,57 +1212,8 @@ impl Session {
         checkpoint: Checkpoint,
         source: Arc<dyn EventSource>,
     ) -> Result<(), ResumeError> {
+        check_covered(&checkpoint)?;
         let n_events = checkpoint.n_events;
-        let before = |seq: u64, what: &str| {
-            if seq < n_events {
-                Ok(())
-            } else {
-                Err(ResumeError::mismatch(
-                    Some(seq),
-                    format!("{what} is not among the {n_events} covered events"),
-                ))
-            }
-        };
-        for node in &checkpoint.nodes {
-            before(node.get(), "a surface node")?;
-        }
-        let mut distinct = checkpoint.nodes.clone();
-        distinct.sort_unstable();
-        if let Some(pair) = distinct.windows(2).find(|pair| pair[0] == pair[1]) {
-            return Err(ResumeError::mismatch(
-                Some(pair[0].get()),
-                "a surface node appears twice",
-            ));
-        }
-        if checkpoint.replace_generation > n_events {
-            return Err(ResumeError::mismatch(
-                None,
-                format!(
-                    "replace generation {} exceeds the {n_events} covered events",
-                    checkpoint.replace_generation
-                ),
-            ));
-        }
-        let named = [
-            (checkpoint.request_header_seq, "the request header"),
-            (checkpoint.request_context_seq, "the request context"),
-        ];
-        for (seq, what) in named {
-            if let Some(seq) = seq {
-                before(seq.get(), what)?;
-            }
-        }
-        if let Some(marker) = checkpoint.last_inherited_marker {
-            before(marker, "the inherited marker")?;
-        }
-        for (_, seq) in &checkpoint.latest {
-            before(seq.get(), "a latest event")?;
-        }
-        for call in &checkpoint.turn.pending {
-            if let Some(seq) = call.call_seq {
-                before(seq.get(), "a pending tool call")?;
-            }
-        }
         let seqs = checkpoint.pinned_seqs();
         let rows = source.load_many(&seqs)?;
         if rows.len() != seqs.len() {
@@ -1280,29 +1231,14 @@ impl Session {
             pinned.push(Arc::new(self.accept_pinned(raw, *seq)?));
         }
         self.log = Log::lazy(n_events, pinned, source);
-        let wrong_type = |seq: Seq, expected: &str| {
-            ResumeError::mismatch(
-                Some(seq.get()),
-                format!("the event there is not {expected}"),
-            )
-        };
-        for node in &checkpoint.nodes {
-            if self.log.get(*node).and_then(|e| e.surface_op()).is_none() {
-                return Err(wrong_type(*node, "a surface event"));
-            }
-        }
-        for (event_type, seq) in &checkpoint.latest {
-            if self.log.get(*seq).map(|event| &event.event_type) != Some(event_type) {
-                return Err(wrong_type(*seq, event_type.as_str()));
-            }
-        }
+        self.check_pinned_types(&checkpoint)?;
         if let Some(seq) = checkpoint.request_header_seq {
             let header = self
                 .log
                 .get(seq)
                 .filter(|event| event.event_type == EventType::RequestHeader)
                 .and_then(|event| event.data().get("header"))
-                .ok_or_else(|| wrong_type(seq, "a request/header with a header"))?;
+                .ok_or_else(|| not_the_pinned(seq, "a request/header with a header"))?;
             self.request_header = Some(Arc::new(canonical_header(header, self.generation)));
         }
         if let Some(seq) = checkpoint.request_context_seq {
@@ -1310,7 +1246,7 @@ impl Session {
                 .log
                 .get(seq)
                 .filter(|event| event.event_type == EventType::RequestContext)
-                .ok_or_else(|| wrong_type(seq, "a request/context"))?;
+                .ok_or_else(|| not_the_pinned(seq, "a request/context"))?;
             self.request_context = Some(Arc::new(context.data().clone()));
         }
         self.request_header_seq = checkpoint.request_header_seq;
@@ -1329,6 +1265,22 @@ impl Session {
                 ))
             }
         };
+        Ok(())
+    }
+
+    /// Every surface node the checkpoint names is a surface event, and every latest event
+    /// has the type it is filed under: the rows the source returned are the ones it covered.
+    fn check_pinned_types(&self, checkpoint: &Checkpoint) -> Result<(), ResumeError> {
+        for node in &checkpoint.nodes {
+            if self.log.get(*node).and_then(|e| e.surface_op()).is_none() {
+                return Err(not_the_pinned(*node, "a surface event"));
+            }
+        }
+        for (event_type, seq) in &checkpoint.latest {
+            if self.log.get(*seq).map(|event| &event.event_type) != Some(event_type) {
+                return Err(not_the_pinned(*seq, event_type.as_str()));
+            }
+        }
         Ok(())
     }
 
@@ -1455,4 +1407,69 @@ pub(crate) fn standalone_event(candidate: Candidate, seq: Seq, time: i64) -> Eve
         order: KeyOrder::CANONICAL,
         checked_under: None,
     }
+}
+
+/// A checkpoint's seqs lie among the events it covers, and no surface node appears twice: what
+/// a checkpoint must satisfy before any of its events is fetched.
+fn check_covered(checkpoint: &Checkpoint) -> Result<(), ResumeError> {
+    let n_events = checkpoint.n_events;
+    let before = |seq: u64, what: &str| {
+        if seq < n_events {
+            Ok(())
+        } else {
+            Err(ResumeError::mismatch(
+                Some(seq),
+                format!("{what} is not among the {n_events} covered events"),
+            ))
+        }
+    };
+    for node in &checkpoint.nodes {
+        before(node.get(), "a surface node")?;
+    }
+    let mut distinct = checkpoint.nodes.clone();
+    distinct.sort_unstable();
+    if let Some(pair) = distinct.windows(2).find(|pair| pair[0] == pair[1]) {
+        return Err(ResumeError::mismatch(
+            Some(pair[0].get()),
+            "a surface node appears twice",
+        ));
+    }
+    if checkpoint.replace_generation > n_events {
+        return Err(ResumeError::mismatch(
+            None,
+            format!(
+                "replace generation {} exceeds the {n_events} covered events",
+                checkpoint.replace_generation
+            ),
+        ));
+    }
+    let named = [
+        (checkpoint.request_header_seq, "the request header"),
+        (checkpoint.request_context_seq, "the request context"),
+    ];
+    for (seq, what) in named {
+        if let Some(seq) = seq {
+            before(seq.get(), what)?;
+        }
+    }
+    if let Some(marker) = checkpoint.last_inherited_marker {
+        before(marker, "the inherited marker")?;
+    }
+    for (_, seq) in &checkpoint.latest {
+        before(seq.get(), "a latest event")?;
+    }
+    for call in &checkpoint.turn.pending {
+        if let Some(seq) = call.call_seq {
+            before(seq.get(), "a pending tool call")?;
+        }
+    }
+    Ok(())
+}
+
+/// A pinned event that is not what the checkpoint says it is.
+fn not_the_pinned(seq: Seq, expected: &str) -> ResumeError {
+    ResumeError::mismatch(
+        Some(seq.get()),
+        format!("the event there is not {expected}"),
+    )
 }
