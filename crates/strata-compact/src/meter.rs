@@ -49,6 +49,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
+use strata_core::repair::TurnState;
 use strata_core::request::canonical_header;
 use strata_core::{Event, EventType, Generation, Seq, Session, SurfaceOp};
 
@@ -303,25 +304,21 @@ impl Ledger {
         let _ = generation;
         let turn = session.turn_state();
         self.open_turn = turn.turn.clone().map(|turn| turn.unwrap_or(Value::Null));
-        let newest = |tag: &'static str| {
-            session
-                .latest(&EventType::parse(tag))
-                .map(|event| (event.seq(), tag))
-        };
-        self.bracket = [
-            newest("compaction/start"),
-            newest("compaction/end"),
-            newest("session/end-seed"),
-        ]
-        .into_iter()
-        .flatten()
-        .max()
-        .filter(|(_, tag)| *tag == "compaction/start")
-        .and_then(|(seq, _)| session.event(seq))
-        .map(|event| OpenBracket {
-            seq: event.seq(),
-            data: event.data().clone(),
-        });
+        self.bracket = open_bracket(session);
+        self.seed_surface(session, &turn, estimator);
+        self.replace_generation = session.surface().replace_generation();
+        self.seed_anchor(session);
+        self.synced = usize::try_from(len).unwrap_or(usize::MAX);
+    }
+
+    /// Prices the surface's nodes and pairs their tool calls: a call whose result is not on
+    /// the surface stays pending when the open turn still lists it, else it was abandoned.
+    fn seed_surface(
+        &mut self,
+        session: &Session,
+        turn: &TurnState,
+        estimator: &dyn TokenEstimator,
+    ) {
         let mut pending: Vec<(String, Seq)> = Vec::new();
         let mut step: Option<(Option<Value>, Option<Value>)> = None;
         for seq in session.surface().nodes() {
@@ -387,7 +384,10 @@ impl Ledger {
                 slot.1 -= 1;
             }
         }
-        self.replace_generation = session.surface().replace_generation();
+    }
+
+    /// The newest `assistant/message` with usage anchors the estimate to the provider's count.
+    fn seed_anchor(&mut self, session: &Session) {
         if let Some(assistant) = session.latest(&EventType::AssistantMessage) {
             if let Some(usage) = assistant.data_uncached().get("usage") {
                 let field = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
@@ -408,7 +408,6 @@ impl Ledger {
                 });
             }
         }
-        self.synced = usize::try_from(len).unwrap_or(usize::MAX);
     }
 
     fn ingest(
@@ -591,6 +590,30 @@ fn tool_call_ids(data: &Value) -> impl Iterator<Item = &str> {
         .flatten()
         .filter(|block| block.get("type").and_then(Value::as_str) == Some("tool-call"))
         .filter_map(|block| block.get("id").and_then(Value::as_str))
+}
+
+/// The compaction bracket a session leaves open: its newest `compaction/start`, when no
+/// `compaction/end` or `session/end-seed` came after it.
+fn open_bracket(session: &Session) -> Option<OpenBracket> {
+    let newest = |tag: &'static str| {
+        session
+            .latest(&EventType::parse(tag))
+            .map(|event| (event.seq(), tag))
+    };
+    [
+        newest("compaction/start"),
+        newest("compaction/end"),
+        newest("session/end-seed"),
+    ]
+    .into_iter()
+    .flatten()
+    .max()
+    .filter(|(_, tag)| *tag == "compaction/start")
+    .and_then(|(seq, _)| session.event(seq))
+    .map(|event| OpenBracket {
+        seq: event.seq(),
+        data: event.data().clone(),
+    })
 }
 
 #[cfg(test)]
