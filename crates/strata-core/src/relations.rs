@@ -671,41 +671,8 @@ impl Relations {
         } else {
             (field(data, "turn"), field(data, "step"), data.is_object())
         };
-        let mut bounded: Option<Bounded> = None;
         // Pass 1: the system head (S9–S13).
-        // Most events cannot touch the head state: skip its copy.
-        let quiet = self.without_head
-            || !(matches!(
-                judged,
-                Judged::StepStart
-                    | Judged::StepEnd
-                    | Judged::TurnEnd
-                    | Judged::CompactionSummary
-                    | Judged::CompactionPrune
-            ) || event.event_type == EventType::SystemMessage)
-                && match event.surface_op() {
-                    None => true,
-                    Some(SurfaceOp::Append) => self.bounded.head.surface_started,
-                    Some(SurfaceOp::Replace(_)) => false,
-                };
-        let head = if quiet {
-            None
-        } else {
-            // A type with facts has its `turn` and `step` as counts already.
-            let payload_turn = turn.map(facts::Num::of_ref);
-            let payload_step = step.map(facts::Num::of_ref);
-            let (turn, step) = if has_facts {
-                (message.turn.as_ref(), message.step.as_ref())
-            } else {
-                (payload_turn.as_ref(), payload_step.as_ref())
-            };
-            Some(head_rules(&self.bounded.head, event, turn, step, data)?)
-        };
-        if let Some(head) = head.filter(|head| *head != self.bounded.head) {
-            let mut next = self.bounded.clone();
-            next.head = head;
-            bounded = Some(next);
-        }
+        let bounded = self.head_pass(event, judged, message, turn, step, data)?;
         if !is_handled {
             change.bounded = bounded.map(Box::new);
             return Ok(change);
@@ -752,6 +719,54 @@ impl Relations {
             change.bounded = Some(Box::new(changed));
         }
         Ok(change)
+    }
+
+    /// The system head rules (S9–S13) on `event`: the bounded state with its new head, or
+    /// `None` when the head does not change. `turn` and `step` are the payload's (a type with
+    /// facts has them in `message`).
+    fn head_pass(
+        &self,
+        event: &Event,
+        judged: Judged,
+        message: &facts::Message,
+        turn: Option<&Value>,
+        step: Option<&Value>,
+        data: &Value,
+    ) -> Result<Option<Bounded>, AcceptError> {
+        // Most events cannot touch the head state: skip its copy.
+        let quiet = self.without_head
+            || !(matches!(
+                judged,
+                Judged::StepStart
+                    | Judged::StepEnd
+                    | Judged::TurnEnd
+                    | Judged::CompactionSummary
+                    | Judged::CompactionPrune
+            ) || event.event_type == EventType::SystemMessage)
+                && match event.surface_op() {
+                    None => true,
+                    Some(SurfaceOp::Append) => self.bounded.head.surface_started,
+                    Some(SurfaceOp::Replace(_)) => false,
+                };
+        let head = if quiet {
+            None
+        } else {
+            // A type with facts has its `turn` and `step` as counts already.
+            let payload_turn = turn.map(facts::Num::of_ref);
+            let payload_step = step.map(facts::Num::of_ref);
+            let (turn, step) = if facts::has_facts(&event.event_type) {
+                (message.turn.as_ref(), message.step.as_ref())
+            } else {
+                (payload_turn.as_ref(), payload_step.as_ref())
+            };
+            Some(head_rules(&self.bounded.head, event, turn, step, data)?)
+        };
+        Ok(head
+            .filter(|head| *head != self.bounded.head)
+            .map(|head| Bounded {
+                head,
+                ..self.bounded.clone()
+            }))
     }
 
     /// The head state (S9–S13) after the whole log.
