@@ -86,6 +86,21 @@ pub struct Anchor {
 }
 
 impl Anchor {
+    /// The anchor an `assistant/message` at `seq` with provider `usage` sets, our estimate
+    /// of the same request being `header_tokens + surface_tokens`.
+    fn of_usage(seq: Seq, usage: &Value, header_tokens: u64, surface_tokens: u64) -> Anchor {
+        let field = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+        Anchor {
+            seq,
+            provider_tokens: field("inputTokens")
+                + field("cacheReadTokens")
+                + field("cacheWriteTokens")
+                + field("outputTokens"),
+            estimated_tokens: header_tokens + surface_tokens,
+            surface_tokens,
+        }
+    }
+
     /// The larger of the provider count and our estimate.
     pub fn baseline(&self) -> u64 {
         self.provider_tokens.max(self.estimated_tokens)
@@ -390,22 +405,18 @@ impl Ledger {
     fn seed_anchor(&mut self, session: &Session) {
         if let Some(assistant) = session.latest(&EventType::AssistantMessage) {
             if let Some(usage) = assistant.data_uncached().get("usage") {
-                let field = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
                 let surface_tokens: u64 = self
                     .nodes
                     .iter()
                     .filter(|node| **node <= assistant.seq())
                     .map(|node| self.price_of(*node))
                     .sum();
-                self.anchor = Some(Anchor {
-                    seq: assistant.seq(),
-                    provider_tokens: field("inputTokens")
-                        + field("cacheReadTokens")
-                        + field("cacheWriteTokens")
-                        + field("outputTokens"),
-                    estimated_tokens: self.header_tokens + surface_tokens,
+                self.anchor = Some(Anchor::of_usage(
+                    assistant.seq(),
+                    usage,
+                    self.header_tokens,
                     surface_tokens,
-                });
+                ));
             }
         }
     }
@@ -441,17 +452,7 @@ impl Ledger {
             EventType::StepEnd => self.abandon_pending(),
             EventType::RequestHeader => {
                 if let Some(header) = data().get("header") {
-                    let header = canonical_header(header, generation);
-                    let tools = header
-                        .get("tools")
-                        .map_or(0, |tools| estimator.json_tokens(tools) + FRAME_TOKENS);
-                    if let (Some(anchor_header), Some(_)) = (&self.header, &self.anchor) {
-                        if **anchor_header != header {
-                            self.header_changed_since_anchor = true;
-                        }
-                    }
-                    self.header = Some(Arc::new(header));
-                    self.header_tokens = tools;
+                    self.ingest_header(header, generation, estimator);
                 }
             }
             EventType::SessionEndSeed => self.bracket = None,
@@ -479,16 +480,8 @@ impl Ledger {
             EventType::ToolResult => {
                 let message = data().get("message");
                 price = message.map_or(0, |message| message_tokens(message, estimator));
-                let call_id = message
-                    .and_then(|message| message.get("source"))
-                    .and_then(|source| source.get("callId"))
-                    .and_then(Value::as_str);
-                if let Some(call_id) = call_id {
-                    if let Some(index) = self.pending_calls.iter().position(|(id, _)| id == call_id)
-                    {
-                        self.pending_calls.remove(index);
-                        delta -= 1;
-                    }
+                if self.answer_call(message) {
+                    delta -= 1;
                 }
             }
             _ => {}
@@ -506,18 +499,53 @@ impl Ledger {
         }
         if *event.event_type() == EventType::AssistantMessage {
             if let Some(usage) = data().get("usage") {
-                let field = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
-                self.anchor = Some(Anchor {
+                self.anchor = Some(Anchor::of_usage(
                     seq,
-                    provider_tokens: field("inputTokens")
-                        + field("cacheReadTokens")
-                        + field("cacheWriteTokens")
-                        + field("outputTokens"),
-                    estimated_tokens: self.header_tokens + self.surface_tokens,
-                    surface_tokens: self.surface_tokens,
-                });
+                    usage,
+                    self.header_tokens,
+                    self.surface_tokens,
+                ));
                 self.header_changed_since_anchor = false;
             }
+        }
+    }
+
+    /// A new request header: its tools' price, and whether it differs from the one the
+    /// anchor's request was sent with (the anchor then no longer prices this request).
+    fn ingest_header(
+        &mut self,
+        header: &Value,
+        generation: Generation,
+        estimator: &dyn TokenEstimator,
+    ) {
+        let header = canonical_header(header, generation);
+        let tools = header
+            .get("tools")
+            .map_or(0, |tools| estimator.json_tokens(tools) + FRAME_TOKENS);
+        if let (Some(anchor_header), Some(_)) = (&self.header, &self.anchor) {
+            if **anchor_header != header {
+                self.header_changed_since_anchor = true;
+            }
+        }
+        self.header = Some(Arc::new(header));
+        self.header_tokens = tools;
+    }
+
+    /// Settles the pending call a tool result's `source.callId` answers; whether it did.
+    fn answer_call(&mut self, message: Option<&Value>) -> bool {
+        let call_id = message
+            .and_then(|message| message.get("source"))
+            .and_then(|source| source.get("callId"))
+            .and_then(Value::as_str);
+        let Some(call_id) = call_id else {
+            return false;
+        };
+        match self.pending_calls.iter().position(|(id, _)| id == call_id) {
+            Some(index) => {
+                self.pending_calls.remove(index);
+                true
+            }
+            None => false,
         }
     }
 

@@ -35,7 +35,7 @@ use crate::rule::{AcceptError, Rule};
 use crate::scan::PreparedView;
 use crate::seq::{Seq, MAX_SAFE_INTEGER};
 use crate::surface::{SurfacePlan, SurfaceState};
-use crate::view::View;
+use crate::view::{Node, View};
 use crate::wire::RawEvent;
 
 mod fold;
@@ -439,76 +439,74 @@ pub(crate) fn accept_existing(
     context: &Context<'_>,
     event: &Event,
 ) -> Result<SurfacePlan, AcceptError> {
-    let seq = event.seq;
     let locate = |error: AcceptError| {
-        let error = error.at_seq(seq.get());
+        let error = error.at_seq(event.seq.get());
         match context.path {
             Path::Seed | Path::Restore => error.at_index(context.index),
             Path::Append | Path::Fold | Path::Adopt => error,
         }
     };
-    check_contiguity(context, seq).map_err(locate)?;
-    let already_checked = event.checked_under == Some(context.generation);
-    if context.path != Path::Fold && !already_checked {
-        let who = Who {
-            event_type: &event.event_type,
-            seq,
-            shown_seq: None,
-        };
-        let shape_checked = matches!(context.path, Path::Seed | Path::Restore);
-        let depth = view_depth(&event.event_type);
-        if event.is_data_parsed() || depth == 0 {
-            let value = if depth == 0 {
-                &Value::Null
-            } else {
-                event.data()
-            };
-            if depth == 0 {
-                check_data_by_name(context, &who).map_err(locate)?;
-            } else {
-                check_data(context, &who, value).map_err(locate)?;
-                if shape_checked {
-                    check_message_shape(context, &who, value).map_err(locate)?;
-                }
-            }
-        } else {
-            let value;
-            let view = View::parse(event.data_json(), depth);
-            match &view {
-                Some(view) => {
-                    check_data(context, &who, view).map_err(locate)?;
-                    if shape_checked {
-                        check_message_shape(context, &who, view).map_err(locate)?;
-                    }
-                }
-                None => {
-                    value = event.data();
-                    check_data(context, &who, value).map_err(locate)?;
-                    if shape_checked {
-                        check_message_shape(context, &who, value).map_err(locate)?;
-                    }
-                }
-            }
+    check_contiguity(context, event.seq).map_err(locate)?;
+    // Every event-local rule (data, shape, surface rules 2–4) reads the event alone: one that
+    // passed under this generation when it was accepted needs only the rules relating it to
+    // this log.
+    if event.checked_under != Some(context.generation) {
+        if context.path != Path::Fold {
+            check_existing_payload(context, event).map_err(locate)?;
+        }
+        let checked = check_existing_meta(context, event)
+            .map_err(|error| locate_related(context, event, error))?;
+        if &checked != event.meta() {
+            // Accepted under another generation's rules into a different shape:
+            // treat as a rejection rather than silently reinterpreting.
+            return Err(locate(AcceptError::new(
+                Rule::InvalidEnvelope,
+                format!(
+                    "session event \"{}\" at seq {} was accepted under another generation's rules",
+                    event.event_type, event.seq
+                ),
+            )));
         }
     }
-    let wrap = |error: AcceptError| match context.path {
-        Path::Seed | Path::Restore => AcceptError {
-            message: format!(
-                "invalid seed event at index {}: {}",
-                context.index, error.message
-            ),
-            ..error
-        },
-        Path::Append | Path::Fold | Path::Adopt => error,
+    plan_relational(context, event).map_err(|error| locate_related(context, event, error))
+}
+
+/// The payload rules on an accepted event: data always, message shapes on the seed and restore
+/// paths — read through a view of its text unless its tree is already parsed.
+fn check_existing_payload(context: &Context<'_>, event: &Event) -> Result<(), AcceptError> {
+    let who = Who {
+        event_type: &event.event_type,
+        seq: event.seq,
+        shown_seq: None,
     };
-    if already_checked {
-        // Every event-local rule (data, shape, surface rules 2–4) reads the
-        // event alone and passed under this generation when it was accepted:
-        // only the rules relating it to this log are left.
-        return plan_relational(context, event)
-            .map_err(wrap)
-            .map_err(locate);
+    let depth = view_depth(&event.event_type);
+    if depth == 0 {
+        return check_data_by_name(context, &who);
     }
+    if event.is_data_parsed() {
+        return check_payload_node(context, &who, event.data());
+    }
+    match View::parse(event.data_json(), depth) {
+        Some(view) => check_payload_node(context, &who, &view),
+        None => check_payload_node(context, &who, event.data()),
+    }
+}
+
+fn check_payload_node<'n, N: Node<'n>>(
+    context: &Context<'_>,
+    who: &Who<'_>,
+    value: N,
+) -> Result<(), AcceptError> {
+    check_data(context, who, value)?;
+    if matches!(context.path, Path::Seed | Path::Restore) {
+        check_message_shape(context, who, value)?;
+    }
+    Ok(())
+}
+
+/// The surface metadata an accepted event's envelope yields under this context's generation
+/// (surface rules 2–4), to compare with what it was accepted as.
+fn check_existing_meta(context: &Context<'_>, event: &Event) -> Result<SurfaceMeta, AcceptError> {
     let meta = match event.meta() {
         SurfaceMeta::LogOnly => MetaInput::None,
         SurfaceMeta::Surface { op, sources } => MetaInput::Accepted {
@@ -523,29 +521,13 @@ pub(crate) fn accept_existing(
             sources: source_event_seqs.as_deref().cloned().map(RawSources::Value),
         },
     };
-    let checked = check_surface_local(
+    check_surface_local(
         context.generation,
         &event.event_type,
-        seq,
+        event.seq,
         event.ignorable,
         &meta,
     )
-    .map_err(wrap)
-    .map_err(locate)?;
-    if &checked != event.meta() {
-        // Accepted under another generation's rules into a different shape:
-        // treat as a rejection rather than silently reinterpreting.
-        return Err(locate(AcceptError::new(
-            Rule::InvalidEnvelope,
-            format!(
-                "session event \"{}\" at seq {seq} was accepted under another generation's rules",
-                event.event_type
-            ),
-        )));
-    }
-    plan_relational(context, event)
-        .map_err(wrap)
-        .map_err(locate)
 }
 
 /// The message-shape rules (session-core §4.5) on one stored row, by themselves: what

@@ -10,7 +10,7 @@ use strata_core::RawEvent;
 
 use super::read_all;
 use crate::error::StoreError;
-use strata_format::frames::scan_frames;
+use strata_format::frames::{scan_frames, FrameScan};
 use strata_format::zstd_frame::recoverable_prefix;
 
 /// The events with seq `from_seq..` of a raw log, read backwards from its end so a tail read
@@ -177,20 +177,62 @@ fn tail_of_frames(
     from_seq: u64,
     max_record_len: usize,
 ) -> Result<Option<Vec<RawEvent>>, StoreError> {
-    let corrupt = |detail: String| StoreError::Corrupt {
+    let scan =
+        scan_frames(bytes).map_err(|error| tail_corrupt(path, from_seq, error.to_string()))?;
+    let mut decoder = zstd::stream::raw::Decoder::new()
+        .map_err(|source| StoreError::io("decode", path, source))?;
+    let plaintexts = frames_back_to(path, bytes, &scan, header_at_start, from_seq, &mut decoder)?;
+    if !header_at_start && !reaches(&plaintexts, from_seq) {
+        return Ok(None);
+    }
+    let events = decode_tail(path, &plaintexts, from_seq, max_record_len)?;
+    if let Some(first) = events.first().and_then(|event| event.seq_value()) {
+        if non_negative_safe_integer(&first) != Some(from_seq) {
+            return Err(tail_corrupt(
+                path,
+                from_seq,
+                format!("log tail starts at seq {first}, after the requested {from_seq}"),
+            ));
+        }
+    }
+    Ok(Some(events))
+}
+
+/// A log tail that cannot be read as it claims to be.
+fn tail_corrupt(path: &Path, from_seq: u64, detail: String) -> StoreError {
+    StoreError::Corrupt {
         location: path.display().to_string(),
         line: None,
         seq: Some(from_seq),
         detail,
-    };
-    let scan = scan_frames(bytes).map_err(|error| corrupt(error.to_string()))?;
-    let mut decoder = zstd::stream::raw::Decoder::new()
-        .map_err(|source| StoreError::io("decode", path, source))?;
-    // Plaintexts of the frames needed, newest first.
+    }
+}
+
+/// Whether the oldest plaintext gathered (the last, gathering newest first) starts at or
+/// before `from_seq`.
+fn reaches(plaintexts: &[Vec<u8>], from_seq: u64) -> bool {
+    plaintexts
+        .last()
+        .and_then(|plain| plain.split(|&byte| byte == b'\n').next())
+        .and_then(line_seq)
+        .is_some_and(|first| first <= from_seq)
+}
+
+/// The plaintexts of the frames that hold seqs `from_seq..`, newest first: a torn last frame's
+/// complete records, then whole frames from the end back until one starts at or before
+/// `from_seq` (frame 0 of a whole log is the header and is never read).
+fn frames_back_to(
+    path: &Path,
+    bytes: &[u8],
+    scan: &FrameScan,
+    header_at_start: bool,
+    from_seq: u64,
+    decoder: &mut zstd::stream::raw::Decoder<'static>,
+) -> Result<Vec<Vec<u8>>, StoreError> {
     let mut plaintexts: Vec<Vec<u8>> = Vec::new();
     if let Some(start) = scan.torn_start {
         let mut plain = Vec::new();
-        if strata_format::zstd_frame::decompress(&mut decoder, &bytes[start..], &mut plain, false)
+        if strata_format::zstd_frame::decompress(decoder, &bytes[start..], &mut plain, false)
             .is_err()
         {
             plain.clear();
@@ -201,42 +243,51 @@ fn tail_of_frames(
             plaintexts.push(plain);
         }
     }
-    // Frame 0 of a whole log is the header; event frames follow.
-    let reaches = |plaintexts: &[Vec<u8>]| {
-        plaintexts
-            .last()
-            .and_then(|plain| plain.split(|&byte| byte == b'\n').next())
-            .and_then(line_seq)
-            .is_some_and(|first| first <= from_seq)
-    };
     for frame in scan.frames.iter().skip(usize::from(header_at_start)).rev() {
-        if reaches(&plaintexts) {
+        if reaches(&plaintexts, from_seq) {
             break;
         }
         let mut plain = Vec::new();
         strata_format::zstd_frame::decompress(
-            &mut decoder,
+            decoder,
             &bytes[frame.start..frame.end],
             &mut plain,
             true,
         )
         .map_err(|error| {
-            corrupt(format!(
-                "zstd frame at offset {} does not decompress: {error}",
-                frame.start
-            ))
+            tail_corrupt(
+                path,
+                from_seq,
+                format!(
+                    "zstd frame at offset {} does not decompress: {error}",
+                    frame.start
+                ),
+            )
         })?;
         if plain.last().is_some_and(|&byte| byte != b'\n') {
-            return Err(corrupt(format!(
-                "complete zstd frame at offset {} contains a torn JSONL record",
-                frame.start
-            )));
+            return Err(tail_corrupt(
+                path,
+                from_seq,
+                format!(
+                    "complete zstd frame at offset {} contains a torn JSONL record",
+                    frame.start
+                ),
+            ));
         }
         plaintexts.push(plain);
     }
-    if !header_at_start && !reaches(&plaintexts) {
-        return Ok(None);
-    }
+    Ok(plaintexts)
+}
+
+/// Decodes the records with seq `from_seq..` of `plaintexts` (newest first), checking that
+/// their seqs are consecutive.
+fn decode_tail(
+    path: &Path,
+    plaintexts: &[Vec<u8>],
+    from_seq: u64,
+    max_record_len: usize,
+) -> Result<Vec<RawEvent>, StoreError> {
+    let corrupt = |detail: String| tail_corrupt(path, from_seq, detail);
     let mut events = Vec::new();
     let mut expected: Option<u64> = None;
     for plain in plaintexts.iter().rev() {
@@ -273,12 +324,5 @@ fn tail_of_frames(
             }
         }
     }
-    if let Some(first) = events.first().and_then(|event| event.seq_value()) {
-        if non_negative_safe_integer(&first) != Some(from_seq) {
-            return Err(corrupt(format!(
-                "log tail starts at seq {first}, after the requested {from_seq}"
-            )));
-        }
-    }
-    Ok(Some(events))
+    Ok(events)
 }
