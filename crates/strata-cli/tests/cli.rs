@@ -289,3 +289,7 @@ mod dsh;
 // In-place maintenance of a loose log file (issue 27 item 2).
 #[path = "cli/loose.rs"]
 mod loose;
+
+// V4 logs, what dsh writes since 0.1.7, read natively (issue 25).
+#[path = "cli/v4.rs"]
+mod v4;

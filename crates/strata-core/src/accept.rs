@@ -42,6 +42,7 @@ mod fold;
 mod payload;
 mod surface_meta;
 mod tool_content;
+mod v4;
 
 pub(crate) use fold::locate_span_in;
 use fold::{locate_span, plan_relational, released_wording};
@@ -220,10 +221,15 @@ fn accept_checked(
     let legacy_order = context.generation.legacy_check_order();
     if !legacy_order {
         // Appends too: what a V3 restore refuses is never written.
-        if context.generation.words_rules_as_released() {
+        // V4's codec decodes no metadata of an unknown ignorable row (docs/format-v4.md §3.4).
+        let opaque_v4 = context.generation.is_v4()
+            && envelope.ignorable
+            && !envelope.event_type.is_known_in(context.generation);
+        if context.generation.words_rules_as_released() && !opaque_v4 {
             check_row_sources(&envelope.meta, seq).map_err(locate)?;
         }
         check_contiguity(context, seq).map_err(locate)?;
+        check_vocabulary(context.generation, &envelope).map_err(locate)?;
     }
     // Appends are shape-checked only in the generation strata writes; older
     // generations keep upstream's append behaviour (pinned by the v0 oracle).
@@ -293,6 +299,26 @@ fn accept_checked(
     Ok((event, plan, facts))
 }
 
+/// E16 (V3) and N-ART-3 (V4): a type the generation does not know must be marked `ignorable`
+/// (it is then opaque). Older generations' readers apply their own vocabulary.
+fn check_vocabulary(generation: Generation, envelope: &Envelope) -> Result<(), AcceptError> {
+    let event_type = &envelope.event_type;
+    if envelope.ignorable || !generation.checks_relations() || event_type.is_known_in(generation) {
+        return Ok(());
+    }
+    let (seq, tag) = (envelope.seq, event_type.as_str());
+    let retired = matches!(tag, "tool/code-dispatch" | "tool/code-dispatch-start");
+    let message = match (generation.is_v4(), retired) {
+        (true, true) => format!("format v4 rejects retired event type \"{tag}\" at seq {seq}"),
+        (true, false) => format!("format v4 contains unknown event type \"{tag}\" at seq {seq}"),
+        // Upstream's row admission (E9) names the retired PTC tags; its restore pass (E16)
+        // says "format v2" for every other type, as its relational view is a v2 artifact.
+        (false, true) => format!("format v3 contains unknown event type \"{tag}\" at seq {seq}"),
+        (false, false) => format!("format v2 contains unknown event type \"{tag}\" at seq {seq}"),
+    };
+    Err(AcceptError::new(Rule::UnknownType, message))
+}
+
 /// What an append must satisfy before the rules every path runs, so that every appended event
 /// restores: a safe-integer `time` (the caller's clock is a parameter: refuse what §2.1 would
 /// refuse on read) and a payload and metadata that survive JSON.
@@ -341,6 +367,23 @@ fn check_payload_rules(
         seq,
         shown_seq: None,
     };
+    if context.generation.is_v4() && envelope.event_type.is_known_in(context.generation) {
+        // V4's row rules read deeper than a V3 view is built: judge a parsed tree, dropped
+        // after the rules ran.
+        let parsed;
+        let value = match &envelope.data {
+            Payload::Value(value) => &**value,
+            Payload::Raw(_) | Payload::Text(_) => {
+                parsed = envelope.data.to_value();
+                &parsed
+            }
+        };
+        // Row admission comes first, then the installed session's shapes (§3.1).
+        let (append, sources) = v4_placement(&envelope.meta);
+        v4::check_row(&envelope.event_type, seq, value, append, sources.as_deref())?;
+        check_payload(context, &who, value, shape_checked)?;
+        return Ok(None);
+    }
     match &envelope.data {
         Payload::Value(value) => {
             check_payload(context, &who, &**value, shape_checked)?;
@@ -378,6 +421,40 @@ fn check_payload_rules(
     Ok(facts)
 }
 
+/// How an envelope places its event, as V4's fork-result rule reads it (N-ROW-6): whether it
+/// appends, and its sources when they are a list of seqs.
+fn v4_placement(meta: &MetaInput) -> (bool, Option<Vec<u64>>) {
+    let seqs = |sources: &[Seq]| sources.iter().map(|seq| seq.get()).collect();
+    match meta {
+        MetaInput::None => (false, None),
+        MetaInput::Typed { op, sources } => (
+            matches!(op, SurfaceOp::Append),
+            sources.as_deref().map(seqs),
+        ),
+        MetaInput::Accepted { op, sources } => (
+            matches!(op, SurfaceOp::Append),
+            sources.as_deref().map(seqs),
+        ),
+        MetaInput::Raw {
+            surface_op,
+            sources,
+        } => {
+            let append = surface_op
+                .as_deref()
+                .is_some_and(|op| op.as_str() == Some("append"));
+            let sources = sources.as_ref().and_then(|sources| match sources {
+                RawSources::Seqs(list) => Some(seqs(list)),
+                RawSources::Value(Value::Array(items)) => items
+                    .iter()
+                    .map(crate::json::non_negative_safe_integer)
+                    .collect(),
+                RawSources::Value(_) => None,
+            });
+            (append, sources)
+        }
+    }
+}
+
 /// The head and relational rules (docs/rules.md: S9–S13, R1–R53) on an event the rules above
 /// accepted, against `relations` and the surface before the event; V3 logs only (older
 /// generations keep their own rule sets). `facts` are the event's payload facts when a
@@ -392,7 +469,7 @@ pub(crate) fn relate(
     skip_r39: bool,
     older_humans: &[u64],
 ) -> Result<crate::relations::Change, AcceptError> {
-    if context.generation != Generation::V3 || context.path == Path::Fold {
+    if !context.generation.checks_relations() || context.path == Path::Fold {
         return Ok(crate::relations::Change::default());
     }
     relations

@@ -52,6 +52,9 @@ pub enum EventType {
     SessionEndSeed,
     /// `todo/write` — the agent's todo list (latest wins).
     TodoWrite,
+    /// `developer/message` — a step-scoped developer instruction, tool additions and
+    /// removals (V4 only; unknown to V3 and older).
+    DeveloperMessage,
     /// Any other type: a plugin event, known or unknown depending on the generation. The
     /// name sits behind a thin pointer so an `EventType` is 16 bytes, not 24: every loaded
     /// event carries one.
@@ -74,6 +77,7 @@ const CORE_TYPES: &[(&str, EventType)] = &[
     ("request/context", EventType::RequestContext),
     ("session/end-seed", EventType::SessionEndSeed),
     ("todo/write", EventType::TodoWrite),
+    ("developer/message", EventType::DeveloperMessage),
 ];
 
 impl EventType {
@@ -83,6 +87,7 @@ impl EventType {
         match self {
             EventType::UserMessage | EventType::AssistantMessage | EventType::ToolResult => true,
             EventType::SystemMessage => generation >= Generation::V3,
+            EventType::DeveloperMessage => generation >= Generation::V4,
             _ => false,
         }
     }
@@ -96,6 +101,7 @@ impl EventType {
             EventType::SystemMessage => generation >= Generation::V3,
             EventType::AssistantAttempt => generation >= Generation::V2,
             EventType::AssistantChunk => generation <= Generation::V1,
+            EventType::DeveloperMessage => generation >= Generation::V4,
             EventType::Other(name) => generation
                 .plugin_types()
                 .binary_search(&name.as_str())
@@ -135,6 +141,7 @@ impl EventType {
             EventType::RequestContext => "request/context",
             EventType::SessionEndSeed => "session/end-seed",
             EventType::TodoWrite => "todo/write",
+            EventType::DeveloperMessage => "developer/message",
             EventType::Other(name) => name,
         }
     }

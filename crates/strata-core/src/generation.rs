@@ -1,11 +1,13 @@
-//! Format generations (v0, v1, v2, V3) and the event vocabulary each one knows.
+//! Format generations (v0, v1, v2, V3, V4) and the event vocabulary each one knows.
 //!
 //! dsh bumps one integer whenever an older reader could no longer interpret new
 //! logs (session-core §2.4). Most acceptance rules are the same in every
 //! generation; the differences (surface types, replace key spelling, what an
 //! assistant message may cite, request-header shape) are answered here so the
-//! rule engine stays one code path. strata writes V3; older generations are read
-//! and validated under their own rules, then migrated.
+//! rule engine stays one code path. strata writes V3 (the latest generation upstream
+//! released); V4 (what dsh writes since 0.1.7) is read and validated natively under its
+//! own rules (docs/format-v4.md); older generations are read and validated under their
+//! own rules, then migrated.
 
 /// A dsh session format generation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -18,6 +20,9 @@ pub enum Generation {
     V2,
     /// `system/message` node 0 and the canonical envelope: strata's native format.
     V3,
+    /// V3's framing with `developer/message`, tool-role results and producer-owned message
+    /// sources (docs/format-v4.md): what dsh writes since 0.1.7.
+    V4,
 }
 
 /// How a generation spells the endpoints of a replace `surfaceOp`.
@@ -40,6 +45,7 @@ impl Generation {
             Generation::V1 => 1,
             Generation::V2 => 2,
             Generation::V3 => 3,
+            Generation::V4 => 4,
         }
     }
 
@@ -50,6 +56,7 @@ impl Generation {
             1 => Some(Generation::V1),
             2 => Some(Generation::V2),
             3 => Some(Generation::V3),
+            4 => Some(Generation::V4),
             _ => None,
         }
     }
@@ -57,7 +64,7 @@ impl Generation {
     /// How replace endpoints are spelled on the wire.
     pub const fn replace_spelling(self) -> ReplaceSpelling {
         match self {
-            Generation::V3 => ReplaceSpelling::StartSeqEndSeq,
+            Generation::V3 | Generation::V4 => ReplaceSpelling::StartSeqEndSeq,
             _ => ReplaceSpelling::StartEnd,
         }
     }
@@ -65,7 +72,9 @@ impl Generation {
     /// The plugin event types this generation's vocabulary declares, sorted for binary
     /// search (`EventType::is_known_in` reads them).
     pub(crate) fn plugin_types(self) -> &'static [&'static str] {
-        if self >= Generation::V3 {
+        if self >= Generation::V4 {
+            V4_PLUGIN_TYPES
+        } else if self >= Generation::V3 {
             V3_PLUGIN_TYPES
         } else {
             V0_PLUGIN_TYPES
@@ -79,14 +88,15 @@ impl Generation {
 
     /// Whether the envelope and surface rules speak upstream's released V3 texts
     /// (docs/rules.md: E7, E8, S4–S8, R56): V3 logs are judged against upstream's released format
-    /// layer; older generations keep the texts of the build that wrote them.
+    /// layer; older generations keep the texts of the build that wrote them. V4 borrows V3's
+    /// envelope and surface layer (docs/format-v4.md §1), so it speaks the same texts.
     pub const fn words_rules_as_released(self) -> bool {
-        matches!(self, Generation::V3)
+        matches!(self, Generation::V3 | Generation::V4)
     }
 
     /// Whether replace endpoints must reference earlier events (checked event-locally in V3).
     pub const fn checks_endpoints_earlier(self) -> bool {
-        matches!(self, Generation::V3)
+        matches!(self, Generation::V3 | Generation::V4)
     }
 
     /// Whether seqs, times, replace endpoints and sources are judged like upstream 0.1.0-rc.8
@@ -108,25 +118,37 @@ impl Generation {
     /// Whether an unknown `ignorable` event keeps any surface metadata verbatim and opaque
     /// (V3, §5.2 rule 2a); older builds reject metadata on every log-only type.
     pub const fn keeps_opaque_metadata(self) -> bool {
-        matches!(self, Generation::V3)
+        matches!(self, Generation::V3 | Generation::V4)
     }
 
     /// Whether request headers must name a known `reason` and a valid `startsSeries` (V2+;
     /// v0/v1 refuse only the retired `fallback` reason).
     pub const fn checks_request_reason(self) -> bool {
-        matches!(self, Generation::V2 | Generation::V3)
+        matches!(self, Generation::V2 | Generation::V3 | Generation::V4)
     }
 
     /// Whether data rules refuse a non-object `request/header` payload or header by name
     /// (§5.3, V2+); in v0/v1 such a header fails the shape check (`lacks provider/model`).
     pub const fn checks_request_header_objects(self) -> bool {
-        matches!(self, Generation::V2 | Generation::V3)
+        matches!(self, Generation::V2 | Generation::V3 | Generation::V4)
     }
 
     /// Whether the inherited event count is checked against the log (V2+). A v0/v1 header's
     /// `seedLength` is only type-checked, never compared with the log.
     pub const fn checks_inherited_count(self) -> bool {
-        matches!(self, Generation::V2 | Generation::V3)
+        matches!(self, Generation::V2 | Generation::V3 | Generation::V4)
+    }
+
+    /// Whether the released relational rules run (docs/rules.md R1–R53, S9–S13; for V4 with
+    /// the deltas of docs/format-v4.md §3): V3 and V4. Older generations are judged by the
+    /// rules of the build that wrote them, which had none.
+    pub const fn checks_relations(self) -> bool {
+        matches!(self, Generation::V3 | Generation::V4)
+    }
+
+    /// Whether this is V4, with its vocabulary and admission deltas (docs/format-v4.md).
+    pub const fn is_v4(self) -> bool {
+        matches!(self, Generation::V4)
     }
 
     /// Whether a header's numeric fields are judged as doubles with `-0` allowed and the
@@ -138,10 +160,16 @@ impl Generation {
 
 /// Every plugin type name any generation knows (for interning).
 pub(crate) fn all_plugin_types() -> impl Iterator<Item = &'static str> {
-    V3_PLUGIN_TYPES.iter().chain(V0_PLUGIN_TYPES).copied()
+    V4_PLUGIN_TYPES
+        .iter()
+        .chain(V3_PLUGIN_TYPES)
+        .chain(V0_PLUGIN_TYPES)
+        .copied()
 }
 
-/// Plugin event types known to the V3 build (session-core §3.2), sorted for binary search.
+/// Plugin event types known to the V3 build (session-core §3.2, with `image/offload`, which
+/// upstream's released V3 vocabulary lists: docs/format-v4.md §2.1), sorted for binary search.
+/// zDSH's `slots/dispatch` stays readable (docs/divergences.md).
 const V3_PLUGIN_TYPES: &[&str] = &[
     "agent-preset/selected",
     "agent/inbox/spliced",
@@ -161,6 +189,7 @@ const V3_PLUGIN_TYPES: &[&str] = &[
     "goal/change",
     "hook/invoked",
     "hook/result",
+    "image/offload",
     "llm/retry",
     "llm/retry-started",
     "model/selection",
@@ -172,6 +201,56 @@ const V3_PLUGIN_TYPES: &[&str] = &[
     "session/title",
     "session/title-llm-request",
     "slots/dispatch",
+    "subagent/catalog",
+    "subagent/descriptor",
+    "subagent/model-selection-policy",
+    "team/member",
+    "team/message/delivered",
+    "team/message/queued",
+    "team/task",
+    "tool-workflow/agent-end",
+    "tool-workflow/agent-start",
+    "tool-workflow/run-end",
+    "tool-workflow/run-start",
+    "tool/ptc-dispatch",
+    "tool/ptc-dispatch-start",
+    "web/deepseek-search-llm-request",
+    "workspace/changes",
+];
+
+/// Plugin event types a V4 reader knows (docs/format-v4.md §2.1): the released V3
+/// vocabulary without zDSH's `slots/dispatch`, which upstream never released
+/// (`developer/message`, the type V4 adds, is a core type), sorted for binary search.
+const V4_PLUGIN_TYPES: &[&str] = &[
+    "agent-preset/selected",
+    "agent/inbox/spliced",
+    "approval/asked",
+    "approval/decided",
+    "approval/policy",
+    "command/done",
+    "command/run",
+    "compaction/end",
+    "compaction/prune",
+    "compaction/start",
+    "compaction/summary",
+    "deliverables/presented",
+    "feedback/message-delete",
+    "feedback/message-put",
+    "feedback/record",
+    "goal/change",
+    "hook/invoked",
+    "hook/result",
+    "image/offload",
+    "llm/retry",
+    "llm/retry-started",
+    "model/selection",
+    "permission/preset",
+    "plan/mode",
+    "sandbox/mode",
+    "schedule/change",
+    "session-log-deepseek/delivery-accepted",
+    "session/title",
+    "session/title-llm-request",
     "subagent/catalog",
     "subagent/descriptor",
     "subagent/model-selection-policy",
@@ -234,7 +313,7 @@ mod tests {
 
     #[test]
     fn plugin_lists_are_sorted_for_binary_search() {
-        for list in [V3_PLUGIN_TYPES, V0_PLUGIN_TYPES] {
+        for list in [V4_PLUGIN_TYPES, V3_PLUGIN_TYPES, V0_PLUGIN_TYPES] {
             assert!(list.windows(2).all(|pair| pair[0] < pair[1]));
         }
     }

@@ -45,28 +45,41 @@ pub struct HeaderSpec {
 impl SessionHeader {
     /// Builds a V3 header in dsh's key order.
     pub fn new(spec: HeaderSpec) -> Result<SessionHeader, AcceptError> {
+        SessionHeader::new_in(spec, Generation::NATIVE)
+    }
+
+    /// Builds a header of `generation` (V2 and later: `isSeeded` and `delegationDepth`).
+    pub fn new_in(spec: HeaderSpec, generation: Generation) -> Result<SessionHeader, AcceptError> {
         let mut fields = Map::new();
-        fields.insert(
-            "version".into(),
-            Value::from(Generation::NATIVE.format_version()),
-        );
-        fields.insert("id".into(), Value::from(spec.id));
-        fields.insert("createdAt".into(), Value::from(spec.created_at));
-        fields.insert("isSeeded".into(), Value::from(spec.is_seeded));
-        fields.insert("delegationDepth".into(), Value::from(spec.delegation_depth));
-        if let Some(cwd) = spec.cwd {
-            fields.insert("cwd".into(), Value::from(cwd));
+        let mut put = |key: &str, value: Option<Value>| {
+            if let Some(value) = value {
+                fields.insert(key.into(), value);
+            }
+        };
+        put("version", Some(Value::from(generation.format_version())));
+        put("id", Some(Value::from(spec.id)));
+        put("createdAt", Some(Value::from(spec.created_at)));
+        let cwd = spec.cwd.map(Value::from);
+        let parent = spec.parent_session.map(Value::from);
+        let origin = spec.origin.map(Value::from);
+        let preset = spec.agent_preset.map(Value::from);
+        if generation.is_v4() {
+            // dsh's V4 writer order (docs/format-v4.md §1.3).
+            put("cwd", cwd);
+            put("parentSession", parent);
+            put("isSeeded", Some(Value::from(spec.is_seeded)));
+            put("origin", origin);
+            put("delegationDepth", Some(Value::from(spec.delegation_depth)));
+            put("agentPreset", preset);
+        } else {
+            put("isSeeded", Some(Value::from(spec.is_seeded)));
+            put("delegationDepth", Some(Value::from(spec.delegation_depth)));
+            put("cwd", cwd);
+            put("parentSession", parent);
+            put("origin", origin);
+            put("agentPreset", preset);
         }
-        if let Some(parent) = spec.parent_session {
-            fields.insert("parentSession".into(), Value::from(parent));
-        }
-        if let Some(origin) = spec.origin {
-            fields.insert("origin".into(), Value::from(origin));
-        }
-        if let Some(preset) = spec.agent_preset {
-            fields.insert("agentPreset".into(), Value::from(preset));
-        }
-        SessionHeader::from_fields(fields, Generation::NATIVE)
+        SessionHeader::from_fields(fields, generation)
     }
 
     /// The minimal header of a fresh session: current version, not seeded.
@@ -114,6 +127,9 @@ impl SessionHeader {
                     format!("session header version must be {expected}, got {got}"),
                 ));
             }
+        }
+        if generation.is_v4() {
+            check_v4_key_set(&fields)?;
         }
         if !lenient && !is_lossless(&Value::Object(fields.clone())) {
             return invalid("session header is not losslessly JSON-serializable".into());
@@ -299,6 +315,30 @@ impl SessionHeader {
     pub fn fields(&self) -> &Map<String, Value> {
         &self.fields
     }
+}
+
+/// The logical V4 header's exact key set (docs/format-v4.md §1.2): the required keys present,
+/// no key but the optional ones beside them. This also refuses the retired `seedLength`,
+/// `sandboxMode` and `approvalPolicy`.
+fn check_v4_key_set(fields: &Map<String, Value>) -> Result<(), AcceptError> {
+    const REQUIRED: [&str; 5] = ["version", "id", "createdAt", "isSeeded", "delegationDepth"];
+    const OPTIONAL: [&str; 4] = ["cwd", "parentSession", "origin", "agentPreset"];
+    if let Some(key) = fields
+        .keys()
+        .find(|key| !REQUIRED.contains(&key.as_str()) && !OPTIONAL.contains(&key.as_str()))
+    {
+        return Err(AcceptError::new(
+            Rule::HeaderInvalid,
+            format!("format v4 header has unexpected field {key}"),
+        ));
+    }
+    if let Some(key) = REQUIRED.iter().find(|key| !fields.contains_key(**key)) {
+        return Err(AcceptError::new(
+            Rule::HeaderInvalid,
+            format!("format v4 header lacks required field {key}"),
+        ));
+    }
+    Ok(())
 }
 
 fn is_absolute(path: &str) -> bool {

@@ -212,6 +212,17 @@ pub fn to_js_string(value: &Value) -> String {
     to_js_vec(value).map_or_else(|_| String::from("null"), held::utf8)
 }
 
+/// `0` or a decimal without a leading zero, as a safe integer.
+pub(crate) fn canonical_decimal(text: &str) -> Option<u64> {
+    if text.is_empty() || !text.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    if text.len() > 1 && text.starts_with('0') {
+        return None;
+    }
+    text.parse::<u64>().ok().filter(|n| *n <= MAX_SAFE_INTEGER)
+}
+
 mod held;
 #[cfg(test)]
 mod tests;

@@ -13,7 +13,7 @@ use crate::event::EventType;
 use crate::seq::Seq;
 
 /// The number of interned core types (every [`EventType`] variant but `Other`).
-const N_CORE: usize = 15;
+const N_CORE: usize = 16;
 
 /// Latest seq per event type.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -40,6 +40,7 @@ fn core_slot(event_type: &EventType) -> Option<usize> {
         EventType::RequestContext => 12,
         EventType::SessionEndSeed => 13,
         EventType::TodoWrite => 14,
+        EventType::DeveloperMessage => 15,
         EventType::Other(_) => return None,
     })
 }
@@ -60,6 +61,7 @@ const CORE_TYPES: [EventType; N_CORE] = [
     EventType::RequestContext,
     EventType::SessionEndSeed,
     EventType::TodoWrite,
+    EventType::DeveloperMessage,
 ];
 
 impl Latest {

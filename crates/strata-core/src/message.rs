@@ -135,7 +135,10 @@ const PROJECT_VIEW_DEPTH: u8 = 2;
 fn projects(event: &Event) -> bool {
     match event.event_type {
         EventType::UserMessage => return true,
-        EventType::ToolResult | EventType::SystemMessage | EventType::AssistantMessage => {}
+        EventType::ToolResult
+        | EventType::SystemMessage
+        | EventType::DeveloperMessage
+        | EventType::AssistantMessage => {}
         _ => return false,
     }
     if event.is_data_parsed() {
@@ -154,7 +157,8 @@ fn message_node<'n, N: Node<'n>>(event_type: &EventType, data: N) -> Option<N> {
     let message = match event_type {
         EventType::UserMessage => return Some(data),
         EventType::ToolResult => data.get("message")?,
-        EventType::SystemMessage | EventType::AssistantMessage => {
+        // An empty developer message keeps its node and projects nothing (docs/format-v4.md §2.2).
+        EventType::SystemMessage | EventType::DeveloperMessage | EventType::AssistantMessage => {
             let message = data.get("message")?;
             if message.get("content").is_some_and(Node::is_empty_array) {
                 return None;

@@ -94,7 +94,7 @@ impl PrecheckedRow {
         match accept_row_local(&context, raw, prepared) {
             Ok(event) => {
                 let facts = prepared
-                    .filter(|_| generation == Generation::V3 && has_facts(&event.event_type))
+                    .filter(|_| generation.checks_relations() && has_facts(&event.event_type))
                     .and_then(|prepared| Facts::from_view(&event.event_type, &prepared.view));
                 PrecheckedRow(Checked::Accepted(event, facts))
             }

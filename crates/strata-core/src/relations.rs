@@ -380,6 +380,8 @@ enum Judged {
     DeliveryAccepted,
     /// `user/message`, and `system/message` (a plugin-source user message upstream).
     UserMessage,
+    /// `developer/message` (V4): step-scoped, like `assistant/attempt`.
+    DeveloperMessage,
     /// A type with no relational rule of its own.
     Other,
 }
@@ -399,6 +401,7 @@ impl Judged {
             EventType::RequestHeader => Judged::RequestHeader,
             EventType::RequestContext => Judged::RequestContext,
             EventType::SessionEndSeed => Judged::SessionEndSeed,
+            EventType::DeveloperMessage => Judged::DeveloperMessage,
             EventType::AssistantChunk | EventType::TodoWrite => Judged::Other,
             EventType::Other(name) => Judged::of_name(name),
         }
@@ -1016,8 +1019,50 @@ fn is_not_started_repair(event: &Event, data: &Value, call_id: Option<&Value>) -
     error_ok && id_ok && block_ok
 }
 
-/// R38: the title request's messages are one plugin user message of one text block.
-fn title_request_messages_ok(data: &Value) -> bool {
+/// Whether an appended not-started result is one of the two exact repairs V4 accepts
+/// (docs/format-v4.md §3.5 N-REL-4): a fork's (N-ROW-6 vouched for its shape) or crash
+/// repair's `interrupted-tool-result-<callId>-<N>` with the one not-started text.
+fn is_v4_not_started_repair(data: &Value, call_id: &str) -> bool {
+    let message = data.get("message");
+    let id = message
+        .and_then(|message| message.get("id"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let error_ok = data.get("error").is_some_and(|error| {
+        error.get("name").and_then(Value::as_str) == Some("ToolNotStartedError")
+            && error.get("code").and_then(Value::as_str) == Some("TOOL_NOT_STARTED")
+    });
+    let is_error = message.and_then(|message| message.get("isError")) == Some(&Value::Bool(true));
+    if !error_ok || !is_error {
+        return false;
+    }
+    if id
+        .strip_prefix("forked-tool-result-")
+        .and_then(|rest| rest.strip_prefix(call_id))
+        .is_some_and(|rest| rest.starts_with('-'))
+    {
+        return true;
+    }
+    let interrupted = id
+        .strip_prefix("interrupted-tool-result-")
+        .and_then(|rest| rest.strip_prefix(call_id))
+        .and_then(|rest| rest.strip_prefix('-'))
+        .and_then(crate::json::canonical_decimal)
+        .is_some();
+    let text_ok = message
+        .and_then(|message| message.get("content"))
+        .and_then(Value::as_array)
+        .is_some_and(|content| {
+            content.len() == 1
+                && content[0].get("type").and_then(Value::as_str) == Some("text")
+                && content[0].get("text").and_then(Value::as_str) == Some(TOOL_NOT_STARTED_TEXT)
+        });
+    interrupted && text_ok
+}
+
+/// R38: the title request's messages are one plugin user message of one text block (in V4,
+/// whose source kind is `dsh-session-title-llm`: docs/format-v4.md N-REL-8).
+fn title_request_messages_ok(data: &Value, v4: bool) -> bool {
     let Some(messages) = data.get("messages").and_then(Value::as_array) else {
         return false;
     };
@@ -1035,6 +1080,9 @@ fn title_request_messages_ok(data: &Value) -> bool {
         .get("source")
         .and_then(Value::as_object)
         .is_some_and(|source| {
+            if v4 {
+                return source.get("kind").and_then(Value::as_str) == Some("dsh-session-title-llm");
+            }
             source.len() == 2
                 && source.get("kind").and_then(Value::as_str) == Some("plugin")
                 && source.get("plugin").and_then(Value::as_str) == Some("dsh-session-title-llm")

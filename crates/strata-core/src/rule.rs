@@ -131,6 +131,23 @@ rules! {
     LegacyFallbackReason => "legacy-fallback-reason",
     /// §3.2: a type the generation does not know, not marked ignorable. Upstream E16 (docs/rules.md).
     UnknownType => "unknown-type",
+    /// V4 N-ROW-2: a message whose source is the retired `{kind: "plugin"}` (docs/format-v4.md).
+    V4RetiredSource => "N-ROW-2",
+    /// V4 N-ROW-3: retired syntax — `header.system`, a released `tool-result` wrapper in an
+    /// interpreted content slot (a required `tool/code-dispatch[-start]` is `unknown-type`,
+    /// with V4's text) (docs/format-v4.md).
+    V4RetiredSyntax => "N-ROW-3",
+    /// V4 N-ROW-4: a `system/message`'s fields or content blocks (docs/format-v4.md).
+    V4SystemFields => "N-ROW-4",
+    /// V4 N-ROW-5: a `tool/result` that is not a tool-role message of its own call (docs/format-v4.md).
+    V4ToolRole => "N-ROW-5",
+    /// V4 N-ROW-6: a fork's not-started result in any but its one exact shape (docs/format-v4.md).
+    V4ForkResult => "N-ROW-6",
+    /// V4 N-DEV-1–N-DEV-5: a developer message's shape, its tool changes and `headerSeq`, the
+    /// developer role or tool changes elsewhere, a tool's `deferLoading` (docs/format-v4.md).
+    V4Developer => "N-DEV",
+    /// V4 N-REL-3: a `developer/message` outside the open turn and step (docs/format-v4.md).
+    V4StepScoped => "N-REL-3",
     /// §2.3: a header of another format version. Upstream H1, H11 (docs/rules.md).
     HeaderBadVersion => "header-bad-version",
     /// §2.3: a header whose id is not the session's.
@@ -286,6 +303,7 @@ impl Rule {
     pub fn is_second_pass(self) -> bool {
         let id = self.id();
         (id.starts_with('R') && id[1..].bytes().all(|b| b.is_ascii_digit()))
+            || id.starts_with("N-REL")
             || matches!(
                 self,
                 Rule::DataNotJsonObject

@@ -550,7 +550,7 @@ impl Session {
 
     /// The head state the head rules read, when they apply (V3, not surface-only).
     fn head_rules(&self) -> Option<&crate::relations::Head> {
-        (self.generation == Generation::V3 && !self.surface_only).then(|| self.relations.head())
+        (self.generation.checks_relations() && !self.surface_only).then(|| self.relations.head())
     }
 
     /// The refusal a seed or restore reports, given the first one found at some row and the
@@ -566,7 +566,7 @@ impl Session {
         rest: impl Iterator<Item = (u64, Row)>,
         path: Path,
     ) -> AcceptError {
-        if self.surface_only || self.generation != Generation::V3 {
+        if self.surface_only || !self.generation.checks_relations() {
             return error;
         }
         if !error.rule.is_second_pass() {
@@ -1188,12 +1188,11 @@ impl Session {
         source: Arc<dyn EventSource>,
         options: SeedOptions,
     ) -> Result<Session, ResumeError> {
-        if header.generation() != Generation::NATIVE {
+        if !header.generation().checks_relations() {
             return Err(ResumeError::mismatch(
                 None,
                 format!(
-                    "lazy resume reads {:?} logs only, not {:?}",
-                    Generation::NATIVE,
+                    "lazy resume reads V3 and V4 logs only, not {:?}",
                     header.generation()
                 ),
             ));

@@ -128,8 +128,7 @@ impl Verifier {
                 lookup: &lookup,
                 expected_seq,
                 index: self.n_events,
-                head: (self.head_rules
-                    && self.header.generation() == crate::generation::Generation::V3)
+                head: (self.head_rules && self.header.generation().checks_relations())
                     .then(|| self.relations.head()),
             };
             let (event, plan, facts) = accept_raw(&context, raw)?;

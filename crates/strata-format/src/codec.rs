@@ -1,4 +1,4 @@
-//! The V3 JSONL line codec: the session header line and event lines, byte-identical to dsh
+//! The V3 and V4 JSONL line codec: the session header line and event lines, byte-identical to dsh
 //! (session-core §2.3, §10.1, §10.4; persistence §2.2–§2.3).
 //!
 //! A V3 log is one header line followed by one event per line, each compact JSON terminated by
@@ -112,7 +112,7 @@ pub enum CodecError {
         detail: String,
     },
     /// The header names a format version newer than this build reads.
-    #[error("{location}: session \"{id}\" uses log format v{found}, but this harness reads only v{supported}: the log was written by a newer harness — upgrade the harness to open it")]
+    #[error("{location}: session \"{id}\" uses log format v{found}, but this harness reads up to v{supported}: the log was written by a newer harness — upgrade the harness to open it")]
     NewerVersion {
         /// Where.
         location: Location,
@@ -179,8 +179,8 @@ pub enum CodecError {
         /// The configured limit.
         limit: usize,
     },
-    /// The header to encode is not a V3 header (strata writes V3 only).
-    #[error("cannot write a v{version} header: strata writes v3 logs only")]
+    /// The header to encode is neither V3 nor V4 (strata writes those only).
+    #[error("cannot write a v{version} header: strata writes v3 and v4 logs only")]
     NotNative {
         /// The header's format version.
         version: u64,
@@ -232,7 +232,7 @@ fn display_file(file: &Option<PathBuf>) -> String {
         .map_or_else(|| "<stream>".to_owned(), |path| path.display().to_string())
 }
 
-/// Decodes a header line (without its `\n`) into a validated V3 [`SessionHeader`].
+/// Decodes a header line (without its `\n`) into a validated V3 or V4 [`SessionHeader`].
 pub fn decode_header_line(line: &[u8], location: &Location) -> Result<SessionHeader, CodecError> {
     let value: Value = serde_json::from_slice(line).map_err(|error| CodecError::NotHeader {
         location: location.clone(),
@@ -242,8 +242,8 @@ pub fn decode_header_line(line: &[u8], location: &Location) -> Result<SessionHea
 }
 
 /// Decodes a parsed header record: reads `version` first and dispatches to the reader of that
-/// generation. Today only V3 has a reader; v0–v2 are refused as older (a later reader plugs in
-/// here), anything above V3 is refused as newer.
+/// generation. V3 and V4 have a reader here; v0–v2 are refused as older (strata-migrate reads
+/// them), anything above V4 is refused as newer.
 pub fn decode_header_value(value: Value, location: &Location) -> Result<SessionHeader, CodecError> {
     let Value::Object(fields) = value else {
         return Err(CodecError::NotHeader {
@@ -251,7 +251,8 @@ pub fn decode_header_value(value: Value, location: &Location) -> Result<SessionH
             detail: "not a JSON object".into(),
         });
     };
-    let supported = Generation::NATIVE.format_version();
+    let oldest = Generation::V3.format_version();
+    let newest = Generation::V4.format_version();
     let id = || {
         fields
             .get("id")
@@ -262,35 +263,39 @@ pub fn decode_header_value(value: Value, location: &Location) -> Result<SessionH
     // A numeric version other than ours is refused before anything else is looked at.
     if let Some(found) = fields.get("version").and_then(non_negative_safe_integer) {
         match Generation::from_format_version(found) {
-            Some(Generation::V3) => return decode_v3_header(fields, location),
+            Some(generation @ (Generation::V3 | Generation::V4)) => {
+                return decode_physical_header(fields, location, generation)
+            }
             Some(_) => {
                 return Err(CodecError::OlderVersion {
                     location: location.clone(),
                     id: id(),
                     found,
-                    supported,
+                    supported: oldest,
                 })
             }
-            None if found > supported => {
+            None if found > newest => {
                 return Err(CodecError::NewerVersion {
                     location: location.clone(),
                     id: id(),
                     found,
-                    supported,
+                    supported: newest,
                 })
             }
             None => {}
         }
     }
     // No usable version: let the V3 shape check explain what is wrong.
-    decode_v3_header(fields, location)
+    decode_physical_header(fields, location, Generation::V3)
 }
 
-/// The V3 physical header rules: `type: "session"`, the exact key set, `delegationDepth`
-/// always present, then the logical header rules of the core.
-fn decode_v3_header(
+/// The V3 physical header rules, which V4 shares (docs/format-v4.md §1.3): `type: "session"`,
+/// the exact key set, `delegationDepth` always present, then the logical header rules of the
+/// core for `generation`.
+fn decode_physical_header(
     mut fields: Map<String, Value>,
     location: &Location,
+    generation: Generation,
 ) -> Result<SessionHeader, CodecError> {
     let not_header = |detail: String| CodecError::NotHeader {
         location: location.clone(),
@@ -316,7 +321,7 @@ fn decode_v3_header(
         }
     }
     fields.shift_remove("type");
-    SessionHeader::from_value(Value::Object(fields), Generation::V3).map_err(|source| {
+    SessionHeader::from_value(Value::Object(fields), generation).map_err(|source| {
         CodecError::InvalidHeader {
             location: location.clone(),
             source,
@@ -324,10 +329,10 @@ fn decode_v3_header(
     })
 }
 
-/// Appends the header line (with its `\n`) for a V3 header: `type` first, then the header's
-/// fields in their stored order, so a decoded header is written back byte for byte.
+/// Appends the header line (with its `\n`) for a V3 or V4 header: `type` first, then the
+/// header's fields in their stored order, so a decoded header is written back byte for byte.
 pub fn encode_header_line(header: &SessionHeader, out: &mut Vec<u8>) -> Result<(), CodecError> {
-    if header.generation() != Generation::V3 {
+    if !matches!(header.generation(), Generation::V3 | Generation::V4) {
         return Err(CodecError::NotNative {
             version: header.generation().format_version(),
         });
@@ -437,12 +442,15 @@ fn expand_sources_at(
     Ok(raw)
 }
 
-/// An unknown type marked `ignorable: true`: the core keeps its metadata verbatim.
+/// A type neither V3 nor V4 knows, marked `ignorable: true`: the core keeps its metadata
+/// verbatim. (The codec reads rows before their generation's rules: a type one of the two
+/// knows has its sources decoded, which the other's opaque reading never looks at.)
 fn is_opaque(raw: &RawEvent) -> bool {
     raw.ignorable() == Some(&Value::Bool(true))
-        && raw
-            .type_tag()
-            .is_some_and(|tag| !EventType::parse(tag).is_known_in(Generation::V3))
+        && raw.type_tag().is_some_and(|tag| {
+            let event_type = EventType::parse(tag);
+            !event_type.is_known_in(Generation::V3) && !event_type.is_known_in(Generation::V4)
+        })
 }
 
 /// Appends one event line (with its `\n`) in V3 spelling with range-encoded sources.

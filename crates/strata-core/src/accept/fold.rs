@@ -121,7 +121,11 @@ fn plan_fold(context: &Context<'_>, event: &Event) -> Result<SurfacePlan, Accept
         };
         // Parsed without caching: a pruned log holds many such pairs, and cached trees would
         // stay in memory with both events.
-        if !equal_except_tool_content(&target.data.value_uncached(), &event.data.value_uncached()) {
+        if !equal_except_tool_content(
+            &target.data.value_uncached(),
+            &event.data.value_uncached(),
+            context.generation.is_v4(),
+        ) {
             return Err(AcceptError::new(
                 Rule::ToolResultReplaceChangesNonContent,
                 "tool/result surface replacement may change only content",

@@ -127,7 +127,8 @@ pub(super) fn check_data<'n, N: Node<'n>>(
                 return fail(Rule::HeaderNotObject, "header must be an object");
             };
             if generation >= Generation::V3 {
-                if header.get("system").is_some() {
+                // V4 refuses it as retired syntax (N-ROW-3, `accept/v4`).
+                if header.get("system").is_some() && !generation.is_v4() {
                     return fail(
                         Rule::HeaderSystemForbidden,
                         "must omit header.system; use system/message",
@@ -147,7 +148,8 @@ pub(super) fn check_data<'n, N: Node<'n>>(
                 }
             }
         }
-        EventType::ToolResult if generation >= Generation::V3 => {
+        // V3's wrapper block carries the error flag; V4's tool-role message does (N-ROW-5).
+        EventType::ToolResult if generation == Generation::V3 => {
             if data.kind() != Kind::Object {
                 return fail(Rule::DataNotObject, "data must be an object");
             }
@@ -194,6 +196,9 @@ pub(super) fn check_message_shape<'n, N: Node<'n>>(
     };
     let (role, message) = match who.event_type {
         EventType::UserMessage => ("user", Some(data)),
+        // V4's system fields are N-ROW-4 (`accept/v4`); its sources are producer-owned.
+        EventType::SystemMessage if generation.is_v4() => ("system", data.get("message")),
+        EventType::DeveloperMessage if generation.is_v4() => ("developer", data.get("message")),
         EventType::SystemMessage if generation >= Generation::V3 => {
             // Upstream's own payload rules of a system message come first (P4–P10).
             crate::relations::system_payload_rules(data).map_err(|error| AcceptError {
@@ -203,6 +208,7 @@ pub(super) fn check_message_shape<'n, N: Node<'n>>(
             ("system", data.get("message"))
         }
         EventType::AssistantMessage => ("assistant", data.get("message")),
+        EventType::ToolResult if generation.is_v4() => ("tool", data.get("message")),
         EventType::ToolResult => ("user", data.get("message")),
         EventType::AssistantAttempt if generation >= Generation::V2 => {
             if !settlement_ok(data) {
@@ -245,7 +251,7 @@ pub(super) fn check_message_shape<'n, N: Node<'n>>(
         .and_then(Node::text);
     let source_field = |key: &str| source.and_then(|s| s.get(key));
     match who.event_type {
-        EventType::SystemMessage => {
+        EventType::SystemMessage if !generation.is_v4() => {
             let plugin_ok = source_kind.as_deref() == Some("plugin")
                 && source_field("plugin").is_some_and(Node::is_non_empty_str);
             if !plugin_ok {
@@ -281,6 +287,10 @@ pub(super) fn check_message_shape<'n, N: Node<'n>>(
                     Rule::ToolResultNoToolSource,
                     "message must have tool source".into(),
                 );
+            }
+            if generation.is_v4() {
+                // A tool-role message holds the result itself (N-ROW-5, `accept/v4`).
+                return Ok(());
             }
             let block = content.at(0);
             let one_block = content.len() == Some(1)

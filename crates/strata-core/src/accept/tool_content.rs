@@ -1,12 +1,14 @@
-//! Rule 9's equality: a tool-result replacement may change only the tool-result content.
+//! Rule 9's equality: a tool-result replacement may change only the tool-result content — in
+//! V3 the wrapper block's, in V4 the tool-role message's own (docs/format-v4.md §2.6).
 
 use serde_json::Value;
 
 use crate::json::json_equal;
 
 /// Deep equality of two tool-result payloads with the tool-result block's
-/// inner content (`message.content[0].content`) treated as equal (§5.2 rule 9c).
-pub(super) fn equal_except_tool_content(left: &Value, right: &Value) -> bool {
+/// inner content (`message.content[0].content`) treated as equal (§5.2 rule 9c); with
+/// `tool_role` (V4), the message's `content` itself.
+pub(super) fn equal_except_tool_content(left: &Value, right: &Value, tool_role: bool) -> bool {
     let (Value::Object(left), Value::Object(right)) = (left, right) else {
         return json_equal(left, right);
     };
@@ -18,14 +20,14 @@ pub(super) fn equal_except_tool_content(left: &Value, right: &Value) -> bool {
             return false;
         };
         if key == "message" {
-            equal_message_except_content(left_value, right_value)
+            equal_message_except_content(left_value, right_value, tool_role)
         } else {
             json_equal(left_value, right_value)
         }
     })
 }
 
-fn equal_message_except_content(left: &Value, right: &Value) -> bool {
+fn equal_message_except_content(left: &Value, right: &Value, tool_role: bool) -> bool {
     let (Value::Object(left), Value::Object(right)) = (left, right) else {
         return json_equal(left, right);
     };
@@ -36,6 +38,9 @@ fn equal_message_except_content(left: &Value, right: &Value) -> bool {
             };
             if key != "content" {
                 return json_equal(left_value, right_value);
+            }
+            if tool_role {
+                return true;
             }
             let (Value::Array(left_blocks), Value::Array(right_blocks)) = (left_value, right_value)
             else {
@@ -82,7 +87,7 @@ mod tool_content_tests {
 
     fn equal(left: &str, right: &str) -> bool {
         let parse = |text: &str| serde_json::from_str::<Value>(text).unwrap();
-        equal_except_tool_content(&parse(left), &parse(right))
+        equal_except_tool_content(&parse(left), &parse(right), false)
     }
 
     #[test]

@@ -40,6 +40,8 @@ pub(crate) struct Source {
     pub plugin: bool,
     /// `plugin` is the string `"compact"`.
     pub compact: bool,
+    /// `kind` is the string `"compact-checkpoint"` (V4's compaction checkpoint source).
+    pub compact_checkpoint: bool,
     /// `callId`, when present (boxed: a `Value` is large, and most sources have none).
     call_id: Option<Box<Value>>,
     /// `compactionId` and `sourceCommandId`, when either is present (a compaction
@@ -379,6 +381,7 @@ impl Source {
             user: kind.as_deref() == Some("user"),
             plugin: kind.as_deref() == Some("plugin"),
             compact: text("plugin").as_deref() == Some("compact"),
+            compact_checkpoint: kind.as_deref() == Some("compact-checkpoint"),
             call_id: value("callId")?.map(Box::new),
             compaction,
         })
@@ -509,6 +512,7 @@ fn handled_by_rules(tag: &str) -> bool {
             | "step/start"
             | "step/end"
             | "tool/call"
+            | "developer/message"
             | "request/header"
             | "request/context"
             | "llm/retry"
@@ -683,6 +687,7 @@ enum Text {
     User,
     Plugin,
     Compact,
+    CompactCheckpoint,
     ToolCall,
     #[default]
     Other,
@@ -694,6 +699,7 @@ impl Read for Text {
             "user" => Text::User,
             "plugin" => Text::Plugin,
             "compact" => Text::Compact,
+            "compact-checkpoint" => Text::CompactCheckpoint,
             "tool-call" => Text::ToolCall,
             _ => Text::Other,
         }
@@ -770,6 +776,7 @@ impl Read for AnySource {
                     let kind = map.next_value::<Text>()?;
                     source.user = kind == Text::User;
                     source.plugin = kind == Text::Plugin;
+                    source.compact_checkpoint = kind == Text::CompactCheckpoint;
                 }
                 Field::Plugin => source.compact = map.next_value::<Text>()? == Text::Compact,
                 Field::CallId => source.call_id = Some(Box::new(map.next_value()?)),

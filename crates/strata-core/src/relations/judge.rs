@@ -10,9 +10,9 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{
-    edit_calls, facts, field, is_int, is_not_started_repair, js_json, js_text, key,
-    names_exact_span, num_is, num_json, refuse, same, title_request_messages_ok, Bounded, Call,
-    CallEdit, Chain, Change, Judged, OpenCompaction, PtcStart, Relations, Scheduled,
+    edit_calls, facts, field, is_int, is_not_started_repair, is_v4_not_started_repair, js_json,
+    js_text, key, names_exact_span, num_is, num_json, refuse, same, title_request_messages_ok,
+    Bounded, Call, CallEdit, Chain, Change, Judged, OpenCompaction, PtcStart, Relations, Scheduled,
 };
 use crate::event::{Event, EventType, SurfaceOp};
 use crate::header::SessionHeader;
@@ -61,6 +61,11 @@ impl Judging<'_> {
             Judged::AssistantAttempt if !self.in_open_step(b) => Err(refuse(
                 Rule::AttemptOutsideStep,
                 "assistant/attempt does not match an open turn and step",
+            )),
+            // N-REL-3
+            Judged::DeveloperMessage if !self.in_open_step(b) => Err(refuse(
+                Rule::V4StepScoped,
+                "developer/message does not match an open turn and step",
             )),
             Judged::ToolCall => self.tool_call(b, change),
             Judged::ToolResult => self.tool_result(b, change),
@@ -325,9 +330,18 @@ impl Judging<'_> {
             };
             // The exact-repair check reads the whole payload (rare: a call never
             // started).
-            if !b.calls[index].started
-                && !is_not_started_repair(event, &event.data_uncached(), call_id)
-            {
+            let repaired = || {
+                let data = event.data_uncached();
+                if self.header.generation().is_v4() {
+                    event.sources().is_none()
+                        && call_id
+                            .and_then(Value::as_str)
+                            .is_some_and(|call_id| is_v4_not_started_repair(&data, call_id))
+                } else {
+                    is_not_started_repair(event, &data, call_id)
+                }
+            };
+            if !b.calls[index].started && !repaired() {
                 return Err(refuse(
                     Rule::ToolResultNotRepair,
                     format!(
@@ -665,7 +679,9 @@ impl Judging<'_> {
                 format!("{tag} {seq} messageSeqs must cite earlier human user/message events"),
             ));
         }
-        if judged == Judged::SessionTitleLlmRequest && !title_request_messages_ok(data) {
+        if judged == Judged::SessionTitleLlmRequest
+            && !title_request_messages_ok(data, self.header.generation().is_v4())
+        {
             return Err(refuse(
                 Rule::TitleRequestMessages,
                 "session/title-llm-request messages do not represent messageSeqs",
@@ -787,11 +803,54 @@ impl Judging<'_> {
     /// R53: a current-generation delivery marker names this session.
     fn delivery(&self) -> Result<(), AcceptError> {
         let Judging { data, header, .. } = *self;
+        if header.generation().is_v4() {
+            return self.delivery_v4();
+        }
         // Upstream's relational pass runs with generation 2 (docs/rules.md, R53).
         let version =
             field(data, "sessionFormatVersion").map_or(Some(0), non_negative_safe_integer);
         let names = field(data, "sessionId").and_then(Value::as_str) == Some(header.id());
         if version == Some(2) && !names {
+            return Err(refuse(
+                Rule::DeliveryMarkerWrongSession,
+                "current-generation delivery marker names the wrong Session",
+            ));
+        }
+        Ok(())
+    }
+
+    /// N-REL-DLV: a generation-4 delivery marker of a V4 log covers earlier events and names
+    /// this session (or, before the inherited cut of a fork, its parent's).
+    fn delivery_v4(&self) -> Result<(), AcceptError> {
+        let Judging {
+            data, header, seq, ..
+        } = *self;
+        let version =
+            field(data, "sessionFormatVersion").map_or(Some(0), non_negative_safe_integer);
+        if version != Some(4) {
+            return Ok(());
+        }
+        let through = field(data, "throughSeq").and_then(non_negative_safe_integer);
+        if through.is_none_or(|through| through >= seq) {
+            return Err(refuse(
+                Rule::DeliveryMarkerWrongSession,
+                "delivery throughSeq must precede its marker",
+            ));
+        }
+        let Some(session) = field(data, "sessionId")
+            .and_then(Value::as_str)
+            .filter(|id| !id.is_empty())
+        else {
+            return Err(refuse(
+                Rule::DeliveryMarkerWrongSession,
+                "delivery requires a nonempty Session id",
+            ));
+        };
+        // A fork's inherited prefix holds its parent's markers. Where the cut lies is known
+        // only at the last tagged end-seed, so a seeded fork's foreign marker passes anywhere
+        // (docs/divergences.md, "V4 delivery markers of a fork").
+        let inherited = header.parent_session().is_some() && header.is_seeded();
+        if session != header.id() && !inherited {
             return Err(refuse(
                 Rule::DeliveryMarkerWrongSession,
                 "current-generation delivery marker names the wrong Session",
@@ -816,9 +875,13 @@ impl Judging<'_> {
         let source = &message.source;
         // A system message projects to a plugin-source user message.
         let system = event.event_type == EventType::SystemMessage;
-        let checkpoint = (system || source.plugin)
-            && source.compact
-            && matches!(event.surface_op(), Some(SurfaceOp::Replace(_)));
+        // V4 names a compaction checkpoint by its own source kind (docs/format-v4.md §2.7).
+        let named = if self.header.generation().is_v4() {
+            !system && source.compact_checkpoint
+        } else {
+            (system || source.plugin) && source.compact
+        };
+        let checkpoint = named && matches!(event.surface_op(), Some(SurfaceOp::Replace(_)));
         if checkpoint {
             let matches = b.compaction.as_ref().is_some_and(|open| {
                 same(open.compaction_id.as_ref(), source.compaction_id())

@@ -29,6 +29,8 @@ mod properties;
 mod lazy;
 // Issue 23: upstream's released V3 relational rules.
 mod relations;
+// Issue 25: V4 logs restored natively (docs/format-v4.md §5).
+mod v4;
 
 /// Every data module: its case file and the tests that run its cases.
 const DATA_MODULES: &[(&str, &[&str])] = &[

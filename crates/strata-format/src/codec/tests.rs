@@ -43,14 +43,47 @@ fn header_built_by_core_encodes_in_dsh_key_order() {
 
 #[test]
 fn newer_version_is_refused_before_shape_checks_with_upgrade_text() {
-    // Unknown keys and a wrong type would be corruption in V3; v4 must still say "upgrade".
-    let error = header_err(r#"{"type":"nope","version":4,"id":"s","extra":1}"#);
-    assert!(matches!(error, CodecError::NewerVersion { found: 4, .. }));
+    // Unknown keys and a wrong type would be corruption in V4; v5 must still say "upgrade".
+    let error = header_err(r#"{"type":"nope","version":5,"id":"s","extra":1}"#);
+    assert!(matches!(error, CodecError::NewerVersion { found: 5, .. }));
     assert_eq!(
         error.to_string(),
-        "line 1: session \"s\" uses log format v4, but this harness reads only v3: the log was written by a newer harness — upgrade the harness to open it"
+        "line 1: session \"s\" uses log format v5, but this harness reads up to v4: the log was written by a newer harness — upgrade the harness to open it"
     );
     assert!(error.is_unsupported_version());
+}
+
+#[test]
+fn v4_headers_decode_and_encode_in_their_own_key_order() {
+    // dsh's V4 writer order (docs/format-v4.md §1): cwd and parentSession before isSeeded.
+    let line = r#"{"type":"session","version":4,"id":"s","createdAt":1,"cwd":"/a","parentSession":"p","isSeeded":false,"origin":"subagent","delegationDepth":1,"agentPreset":"x"}"#;
+    let header = decode_header_line(line.as_bytes(), &Location::line(1)).unwrap();
+    assert_eq!(header.generation(), Generation::V4);
+    let mut out = Vec::new();
+    encode_header_line(&header, &mut out).unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), format!("{line}\n"));
+    let built = SessionHeader::new_in(
+        HeaderSpec {
+            id: "s".into(),
+            created_at: 1,
+            cwd: Some("/a".into()),
+            parent_session: Some("p".into()),
+            origin: Some("subagent".into()),
+            delegation_depth: 1,
+            agent_preset: Some("x".into()),
+            ..HeaderSpec::default()
+        },
+        Generation::V4,
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    encode_header_line(&built, &mut out).unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), format!("{line}\n"));
+    // The logical V4 header has an exact key set: a V3 header's extra key is refused.
+    let extra = header_err(
+        r#"{"type":"session","version":4,"id":"s","createdAt":1,"isSeeded":false,"delegationDepth":0,"extension":{}}"#,
+    );
+    assert!(matches!(extra, CodecError::NotHeader { .. }), "{extra}");
 }
 
 #[test]

@@ -9,13 +9,14 @@ use strata_core::{AcceptError, Generation};
 use super::rows::RowError;
 use strata_format::ranges::RangeError;
 
-/// The lowercase name of a generation as it appears in messages and file names (`v0` … `v3`).
+/// The lowercase name of a generation as it appears in messages and file names (`v0` … `v4`).
 pub fn generation_name(generation: Generation) -> &'static str {
     match generation {
         Generation::V0 => "v0",
         Generation::V1 => "v1",
         Generation::V2 => "v2",
         Generation::V3 => "v3",
+        Generation::V4 => "v4",
     }
 }
 

@@ -1,0 +1,120 @@
+//! V4 logs end to end (issue 25, docs/format-v4.md): the shipped `examples/sample.v4.jsonl`
+//! through the reading commands, a V4 refusal naming its rule and seq, and dsh's folder holding
+//! a V3 and a V4 generation of one session, where the V4 one is the session.
+
+use std::path::PathBuf;
+
+use super::dsh::DshHome;
+use super::*;
+
+fn sample_v4() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/sample.v4.jsonl")
+}
+
+#[test]
+fn the_v4_sample_validates() {
+    strata()
+        .arg("validate")
+        .arg(sample_v4())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "ok (15 events, 6 surface nodes, 0 replacements)",
+        ));
+}
+
+#[test]
+fn inspect_names_the_generation() {
+    strata()
+        .arg("inspect")
+        .arg(sample_v4())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("v4 (header version 4)"));
+}
+
+#[test]
+fn messages_carry_the_developer_and_tool_roles() {
+    let output = strata()
+        .arg("messages")
+        .arg(sample_v4())
+        .output()
+        .expect("run");
+    assert!(output.status.success(), "{output:?}");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let headings: Vec<&str> = text
+        .lines()
+        .filter(|line| line.starts_with("── "))
+        .collect();
+    assert_eq!(
+        headings,
+        [
+            "── system (system-1)",
+            "── user (user-1)",
+            "── developer (developer-1)",
+            "── assistant (assistant-1)",
+            "── tool (tool-result-1)",
+            "── assistant (assistant-2)",
+        ]
+    );
+}
+
+#[test]
+fn a_retired_plugin_source_exits_one_naming_rule_and_seq() {
+    let text = std::fs::read_to_string(sample_v4()).expect("sample");
+    let edited = text.replacen(
+        r#""source":{"kind":"user"},"content""#,
+        r#""source":{"kind":"plugin","plugin":"acme"},"content""#,
+        1,
+    );
+    assert_ne!(edited, text);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("session.v4.jsonl");
+    std::fs::write(&file, edited).expect("write");
+    strata()
+        .arg("validate")
+        .arg(&file)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(
+            "seq 4: N-ROW-2: format v4 user/message at seq 4 message requires a producer-owned source kind",
+        ));
+}
+
+#[test]
+fn dsh_folder_reads_the_v4_generation_beside_a_v3_one() {
+    let home = DshHome {
+        dir: tempfile::tempdir().expect("temp dir"),
+    };
+    let dir = home.session_dir(Some("/home/user/project"), "sample-v4");
+    std::fs::create_dir_all(&dir).expect("session dir");
+    let v4 = std::fs::read(sample_v4()).expect("sample");
+    std::fs::write(dir.join("session.v4.jsonl"), &v4).expect("write v4");
+    // An older generation of the same session, as dsh leaves it after migrating.
+    let v3 = std::fs::read_to_string(sample()).expect("v3 sample");
+    let v3 = v3.replacen("\"id\":\"sample-session\"", "\"id\":\"sample-v4\"", 1);
+    std::fs::write(dir.join("session.v3.jsonl"), v3).expect("write v3");
+    let listed = home
+        .strata()
+        .args(["sessions", "--store", "dsh"])
+        .output()
+        .expect("run");
+    assert!(listed.status.success(), "{listed:?}");
+    let rows: Vec<String> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .filter(|line| line.contains("sample-v4"))
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(rows.len(), 1, "one session, counted once: {rows:?}");
+    assert!(rows[0].contains(" v4 "), "{}", rows[0]);
+    home.strata()
+        .args(["validate", "dsh#sample-v4"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("session.v4.jsonl: ok (15 events"));
+    // Reading left the folder as it was.
+    assert_eq!(
+        std::fs::read(dir.join("session.v4.jsonl")).expect("read"),
+        v4
+    );
+}
