@@ -297,8 +297,9 @@ rules! {
 
 impl Rule {
     /// Whether the rule belongs to upstream's second pass (the relationship pass, after every
-    /// event passed the event-local and head rules): the relational rules, P12 and the surface
-    /// fold S7–S8 (strata's rules 7–9). A first-pass refusal at a later seq is reported before
+    /// event passed the event-local and head rules): the relational rules, P12, the surface
+    /// fold S7–S8 (strata's rules 7–9) and the vocabulary (E16, judged by upstream's artifact
+    /// pass before any relational rule). A first-pass refusal at a later seq is reported before
     /// a second-pass one at an earlier seq (docs/rules.md, "Evaluation order").
     pub fn is_second_pass(self) -> bool {
         let id = self.id();
@@ -307,6 +308,7 @@ impl Rule {
             || matches!(
                 self,
                 Rule::DataNotJsonObject
+                    | Rule::UnknownType
                     | Rule::ReplaceStartNotFound
                     | Rule::ReplaceEndNotFound
                     | Rule::ReplaceEndpointsReversed

@@ -3,7 +3,8 @@
 //! renumbered and its seq references remapped, so the change is the move itself), a seq
 //! renumbered, an id changed (call ids, message ids, compaction ids, retry ids, command ids),
 //! a turn or step number changed, a replacement's endpoints or sources changed, a shadowed span
-//! changed, `ignorable` flipped, or the log cut short.
+//! changed, `ignorable` flipped, a type renamed to one no vocabulary knows, or the log cut
+//! short.
 
 use std::path::Path;
 
@@ -35,6 +36,7 @@ pub const KINDS: &[&str] = &[
     "source-seqs",
     "shadowed-seqs",
     "flip-ignorable",
+    "unknown-type",
     "truncate",
 ];
 
@@ -305,6 +307,12 @@ fn mutate(kind: &str, rows: &[Value], rng: &mut Rng) -> Option<(Vec<Value>, Stri
             } else {
                 format!("seq {i} no longer ignorable")
             }
+        }
+        "unknown-type" => {
+            let i = rng.below(n);
+            let object = rows[i].as_object_mut()?;
+            let was = object.insert("type".to_owned(), Value::from("x/unknown"))?;
+            format!("seq {i} {was} renamed x/unknown")
         }
         "truncate" => {
             let cut = 1 + rng.below(n - 1);
