@@ -15,6 +15,9 @@
 //!   tool results become `tool_result` blocks of a user message, consecutive messages of one
 //!   role merge (the API alternates roles), reasoning is left out (it needs provider
 //!   signatures), attachments become a placeholder text.
+//! - V4 logs (docs/format-v4.md): a tool-role result is the tool message (OpenAI `tool`,
+//!   Anthropic `tool_result`), a developer message's text joins the system prompt (OpenAI a
+//!   `system` message, Anthropic `system`); its tool additions and removals are not text.
 //!
 //! An export is an [`ExportedRequest`]: checked when it is built, and converted as it is
 //! serialized, one message at a time (each read from its event without keeping the tree,
@@ -110,10 +113,12 @@ pub fn anthropic_request<'m>(
             let message = message.value_uncached();
             let content = content(&message);
             match str_field(&message, "role") {
-                "system" => {
+                // A V4 developer message's text joins the system prompt (docs/format-v4.md).
+                "system" | "developer" => {
                     system.push(join_text(content));
                     Turn::Skip
                 }
+                "tool" => Turn::User,
                 "assistant" if assistant_blocks(content).is_empty() => Turn::Skip,
                 "assistant" => Turn::Assistant,
                 _ if user_blocks(content).is_empty() => Turn::Skip,
@@ -260,6 +265,7 @@ impl Serialize for RunContent<'_, '_> {
                 let message = message.value_uncached();
                 match run.turn {
                     Turn::Assistant => assistant_blocks(content(&message)),
+                    _ if str_field(&message, "role") == "tool" => vec![tool_role_block(&message)],
                     _ => user_blocks(content(&message)),
                 }
             });
@@ -326,6 +332,19 @@ fn user_blocks(content: &[Value]) -> Vec<Value> {
         }
     }
     blocks
+}
+
+/// The `tool_result` block of a V4 tool-role message (its content is the result).
+fn tool_role_block(message: &Value) -> Value {
+    let mut result = json!({
+        "type": "tool_result",
+        "tool_use_id": str_field(message, "toolCallId"),
+        "content": [{"type": "text", "text": join_text(content(message))}],
+    });
+    if message.get("isError") == Some(&Value::Bool(true)) {
+        result["is_error"] = Value::Bool(true);
+    }
+    result
 }
 
 /// Text of a block list: `text` blocks, attachments as placeholders, other blocks skipped.

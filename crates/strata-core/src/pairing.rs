@@ -69,11 +69,16 @@ pub fn check_tool_pairing<'a>(
         let seq = message.event().seq().get();
         let value = message.value_uncached();
         let content = content(&value);
-        let results: Vec<&str> = content
-            .iter()
-            .filter(|block| block_type(block) == "tool-result")
-            .map(|block| str_field(block, "toolCallId"))
-            .collect();
+        // A V3 result wraps itself in `tool-result` blocks; a V4 one is a tool-role message.
+        let results: Vec<&str> = if str_field(&value, "role") == "tool" {
+            vec![str_field(&value, "toolCallId")]
+        } else {
+            content
+                .iter()
+                .filter(|block| block_type(block) == "tool-result")
+                .map(|block| str_field(block, "toolCallId"))
+                .collect()
+        };
         if results.is_empty() {
             // Any other message moves the conversation on: open calls stay unanswered.
             if let Some(call) = open.first() {

@@ -239,6 +239,12 @@ pub struct Growing {
     pub ptc_roots: HashMap<String, String>,
     /// Every PTC start by sub-call id (R30–R32).
     pub ptc_starts: HashMap<String, PtcStart>,
+    /// V4: the tools each `request/header` (by seq) defines once, with a string description and
+    /// object parameters — what a developer message's additions may bind to (N-DEV-4).
+    pub header_tools: HashMap<u64, Vec<String>>,
+    /// V4: the child ids the `subagent/catalog` events after the last inherited end-seed name
+    /// (N-REL-CAT: each child once among the session's own catalog facts).
+    pub catalog_children: HashSet<String>,
 }
 
 /// One journaled change to the growing sets, undone on rollback.
@@ -251,6 +257,10 @@ enum Undo {
     HumanUser,
     PtcRoot(String, Option<String>),
     PtcStart(String, Option<PtcStart>),
+    HeaderTools(u64),
+    CatalogChild(String),
+    /// An inherited end-seed cleared these own catalog children.
+    CatalogCleared(HashSet<String>),
 }
 
 /// The relational state of a V3 log (see the module docs).
@@ -340,6 +350,10 @@ struct Growth {
     scheduled: Option<((String, u64), Scheduled)>,
     ptc_root: Option<(String, String)>,
     ptc_start: Option<(String, PtcStart)>,
+    header_tools: Option<(u64, Vec<String>)>,
+    catalog_child: Option<String>,
+    /// An inherited end-seed: the catalog facts before it are the parent's.
+    catalog_cleared: bool,
 }
 
 /// A refusal under `rule` with upstream's text.
@@ -378,6 +392,8 @@ enum Judged {
     CompactionPrune,
     SessionEndSeed,
     DeliveryAccepted,
+    /// `subagent/catalog` (V4: N-REL-CAT).
+    SubagentCatalog,
     /// `user/message`, and `system/message` (a plugin-source user message upstream).
     UserMessage,
     /// `developer/message` (V4): step-scoped, like `assistant/attempt`.
@@ -436,6 +452,7 @@ impl Judged {
             "compaction/prune" => Judged::CompactionPrune,
             "session/end-seed" => Judged::SessionEndSeed,
             "session-log-deepseek/delivery-accepted" => Judged::DeliveryAccepted,
+            "subagent/catalog" => Judged::SubagentCatalog,
             _ => Judged::Other,
         }
     }
@@ -451,8 +468,9 @@ impl Judged {
     }
 }
 
-/// Whether upstream's relationship pass handles (and so requires an object `data` of) a type.
-fn handled(event: &Event) -> bool {
+/// Whether upstream's relationship pass handles (and so requires an object `data` of) a type;
+/// V4's also judges `subagent/catalog` (N-REL-CAT).
+fn handled(event: &Event, v4: bool) -> bool {
     let tag = match &event.event_type {
         // Retired in V3: opaque when ignorable, refused otherwise.
         EventType::AssistantChunk => return false,
@@ -474,9 +492,10 @@ fn handled(event: &Event) -> bool {
             | "tool/ptc-dispatch"
             | "tool/ptc-dispatch-start"
             | "session-log-deepseek/delivery-accepted"
-    ) || event
-        .event_type
-        .is_known_in(crate::generation::Generation::V0)
+    ) || (v4 && tag == "subagent/catalog")
+        || event
+            .event_type
+            .is_known_in(crate::generation::Generation::V0)
 }
 
 fn field<'v>(data: &'v Value, name: &str) -> Option<&'v Value> {
@@ -560,6 +579,13 @@ impl Relations {
                         growing.ptc_starts.remove(&id);
                     }
                 },
+                Undo::HeaderTools(seq) => {
+                    growing.header_tools.remove(&seq);
+                }
+                Undo::CatalogChild(id) => {
+                    growing.catalog_children.remove(&id);
+                }
+                Undo::CatalogCleared(children) => growing.catalog_children = children,
             }
         }
         self.bounded = bounded;
@@ -622,6 +648,23 @@ impl Relations {
                 undo.push(Undo::PtcStart(id, previous));
             }
         }
+        if let Some((seq, tools)) = change.header_tools {
+            growing.header_tools.insert(seq, tools);
+            if journaling {
+                undo.push(Undo::HeaderTools(seq));
+            }
+        }
+        if change.catalog_cleared && !growing.catalog_children.is_empty() {
+            let cleared = std::mem::take(&mut growing.catalog_children);
+            if journaling {
+                undo.push(Undo::CatalogCleared(cleared));
+            }
+        }
+        if let Some(id) = change.catalog_child {
+            if growing.catalog_children.insert(id.clone()) && journaling {
+                undo.push(Undo::CatalogChild(id));
+            }
+        }
     }
 
     /// The head rules S9–S13 (upstream's first pass), then — when `relational` — the
@@ -643,7 +686,7 @@ impl Relations {
         let tag = event.event_type.as_str();
         let judged = Judged::of(&event.event_type);
         let seq = event.seq.get();
-        let is_handled = handled(event);
+        let is_handled = handled(event, header.generation().is_v4());
         // A message's rules, and the turn and step boundaries', read a few scalars
         // ([`facts::Message`]); other payloads are small.
         let has_facts = facts::has_facts(&event.event_type);
@@ -798,6 +841,8 @@ impl Relations {
                 human_users_from: n_events,
                 ptc_roots: g.ptc_roots.clone(),
                 ptc_starts: g.ptc_starts.clone(),
+                header_tools: g.header_tools.clone(),
+                catalog_children: g.catalog_children.clone(),
             },
             journal: Vec::new(),
             undo: Vec::new(),
@@ -1218,6 +1263,19 @@ impl Relations {
                 ])
             })
             .collect();
+        // V4 only: absent from a V3 checkpoint, so V3 records are unchanged.
+        let header_tools = (!g.header_tools.is_empty()).then(|| {
+            let mut entries: Vec<(&u64, &Vec<String>)> = g.header_tools.iter().collect();
+            entries.sort();
+            Value::from(
+                entries
+                    .into_iter()
+                    .map(|(seq, names)| {
+                        Value::from(vec![Value::from(*seq), Value::from(names.clone())])
+                    })
+                    .collect::<Vec<_>>(),
+            )
+        });
         object(vec![
             ("openTurn", b.open_turn.map(Value::from)),
             ("nextTurn", Some(b.next_turn.into())),
@@ -1236,6 +1294,11 @@ impl Relations {
             ("humanUsersFrom", Some(g.human_users_from.into())),
             ("ptcRoots", Some(roots.into())),
             ("ptcStarts", Some(starts.into())),
+            ("headerTools", header_tools),
+            (
+                "catalogChildren",
+                (!g.catalog_children.is_empty()).then(|| sorted(&g.catalog_children)),
+            ),
         ])
     }
 
@@ -1347,6 +1410,17 @@ impl Relations {
                 ))
             })
             .collect::<Option<HashMap<_, _>>>()?;
+        let header_tools = match value.get("headerTools") {
+            None => HashMap::new(),
+            Some(entries) => entries
+                .as_array()?
+                .iter()
+                .map(|entry| match entry.as_array().map(Vec::as_slice) {
+                    Some([seq, names]) => Some((seq.as_u64()?, strings(Some(names))?)),
+                    _ => None,
+                })
+                .collect::<Option<HashMap<_, _>>>()?,
+        };
         let growing = Growing {
             command_ids: strings(value.get("commandIds"))?.into_iter().collect(),
             command_seqs: u64s(value.get("commandSeqs"))?,
@@ -1360,6 +1434,11 @@ impl Relations {
             },
             ptc_roots,
             ptc_starts,
+            header_tools,
+            catalog_children: match value.get("catalogChildren") {
+                None => HashSet::new(),
+                children => strings(children)?.into_iter().collect(),
+            },
         };
         Some(Relations {
             bounded,

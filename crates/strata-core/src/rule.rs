@@ -146,8 +146,15 @@ rules! {
     /// V4 N-DEV-1–N-DEV-5: a developer message's shape, its tool changes and `headerSeq`, the
     /// developer role or tool changes elsewhere, a tool's `deferLoading` (docs/format-v4.md).
     V4Developer => "N-DEV",
+    /// V4 N-DEV-4 (relational half): a developer message's `headerSeq` names no earlier
+    /// `request/header` defining each added tool once, with a description and parameters
+    /// (docs/format-v4.md).
+    V4DeveloperBinding => "N-DEV-4",
     /// V4 N-REL-3: a `developer/message` outside the open turn and step (docs/format-v4.md).
     V4StepScoped => "N-REL-3",
+    /// V4 N-REL-CAT: a `subagent/catalog` that is no supported versioned fact, or names a child
+    /// another of the session's own catalog facts names (docs/format-v4.md).
+    V4Catalog => "N-REL-CAT",
     /// §2.3: a header of another format version. Upstream H1, H11 (docs/rules.md).
     HeaderBadVersion => "header-bad-version",
     /// §2.3: a header whose id is not the session's.
@@ -309,6 +316,7 @@ impl Rule {
                 self,
                 Rule::DataNotJsonObject
                     | Rule::UnknownType
+                    | Rule::V4DeveloperBinding
                     | Rule::ReplaceStartNotFound
                     | Rule::ReplaceEndNotFound
                     | Rule::ReplaceEndpointsReversed

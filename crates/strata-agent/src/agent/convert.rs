@@ -59,6 +59,19 @@ pub fn convert(message: &Value, include_reasoning: bool, out: &mut Vec<ChatMessa
     let blocks = content(message);
     match role(message) {
         "system" => out.push(ChatMessage::system(join_text(blocks))),
+        // A V4 developer message's instructions, as the system speaking; one that only adds or
+        // removes tools says nothing to the model (docs/format-v4.md, "Exports").
+        "developer" => {
+            let text = join_text(blocks);
+            if !text.is_empty() {
+                out.push(ChatMessage::system(text));
+            }
+        }
+        // A V4 result is a tool-role message: its content is the result.
+        "tool" => out.push(ChatMessage::tool(
+            str_field(message, "toolCallId"),
+            join_text(blocks),
+        )),
         "assistant" => {
             let mut text = Vec::new();
             let mut reasoning = Vec::new();

@@ -118,3 +118,45 @@ fn dsh_folder_reads_the_v4_generation_beside_a_v3_one() {
         v4
     );
 }
+
+#[test]
+fn exports_map_developer_text_and_tool_role_results() {
+    let openai = strata()
+        .args(["messages", "--format", "openai"])
+        .arg(sample_v4())
+        .output()
+        .expect("run");
+    assert!(openai.status.success(), "{openai:?}");
+    let request: Value = serde_json::from_slice(&openai.stdout).expect("json");
+    let roles: Vec<&str> = request["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|message| message["role"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "system", "assistant", "tool", "assistant"]
+    );
+    assert_eq!(request["messages"][2]["content"], "read_file is available.");
+    assert_eq!(request["messages"][4]["tool_call_id"], "call-1");
+    let anthropic = strata()
+        .args(["messages", "--format", "anthropic"])
+        .arg(sample_v4())
+        .output()
+        .expect("run");
+    assert!(anthropic.status.success(), "{anthropic:?}");
+    let request: Value = serde_json::from_slice(&anthropic.stdout).expect("json");
+    assert_eq!(
+        request["system"],
+        "You are a careful coding agent.\n\nread_file is available."
+    );
+    let messages = request["messages"].as_array().expect("messages");
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|message| message["role"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant"]);
+    assert_eq!(messages[2]["content"][0]["type"], "tool_result");
+    assert_eq!(messages[2]["content"][0]["tool_use_id"], "call-1");
+}

@@ -513,6 +513,7 @@ fn handled_by_rules(tag: &str) -> bool {
             | "step/end"
             | "tool/call"
             | "developer/message"
+            | "subagent/catalog"
             | "request/header"
             | "request/context"
             | "llm/retry"

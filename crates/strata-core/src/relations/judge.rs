@@ -67,9 +67,10 @@ impl Judging<'_> {
                 Rule::V4StepScoped,
                 "developer/message does not match an open turn and step",
             )),
+            Judged::DeveloperMessage => self.developer_binding(),
             Judged::ToolCall => self.tool_call(b, change),
             Judged::ToolResult => self.tool_result(b, change),
-            Judged::RequestHeader => self.request_header(b),
+            Judged::RequestHeader => self.request_header(b, change),
             // R18
             Judged::RequestContext if b.open_turn.is_none() => Err(refuse(
                 Rule::RequestContextOutsideTurn,
@@ -91,9 +92,16 @@ impl Judging<'_> {
             // R51
             Judged::SessionEndSeed => {
                 b.to_mut().compaction = None;
+                // The catalog facts before an inherited marker are the parent's (N-REL-CAT).
+                if self.header.generation().is_v4()
+                    && field(data, "inherited") == Some(&Value::Bool(true))
+                {
+                    change.growth().catalog_cleared = true;
+                }
                 Ok(())
             }
             Judged::DeliveryAccepted => self.delivery(),
+            Judged::SubagentCatalog => self.catalog(change),
             Judged::UserMessage => self.user_message(b, change),
             _ => Ok(()),
         }
@@ -356,13 +364,20 @@ impl Judging<'_> {
     }
 
     /// R17: a `request/header` lies inside an open turn and names the provider retries match.
-    fn request_header(&self, b: &mut Cow<'_, Bounded>) -> Result<(), AcceptError> {
-        let Judging { data, .. } = *self;
+    fn request_header(
+        &self,
+        b: &mut Cow<'_, Bounded>,
+        change: &mut Change,
+    ) -> Result<(), AcceptError> {
+        let Judging { data, seq, .. } = *self;
         if b.open_turn.is_none() {
             return Err(refuse(
                 Rule::RequestHeaderOutsideTurn,
                 "request/header is outside an open turn",
             ));
+        }
+        if self.header.generation().is_v4() {
+            change.growth().header_tools = Some((seq, bindable_tools(data)));
         }
         b.to_mut().provider = data
             .get("header")
@@ -371,6 +386,82 @@ impl Judging<'_> {
             .cloned()
             .map(Arc::new);
         Ok(())
+    }
+
+    /// N-REL-CAT: a V4 `subagent/catalog` is a fact of payload version 0 or 1, naming a child
+    /// no other own catalog fact names.
+    fn catalog(&self, change: &mut Change) -> Result<(), AcceptError> {
+        let Judging { data, seq, .. } = *self;
+        let version = field(data, "version").and_then(non_negative_safe_integer);
+        let mode = field(data, "mode").and_then(Value::as_str);
+        let label = field(data, "label");
+        let child = field(data, "childId").and_then(Value::as_str);
+        let mode_ok = matches!(
+            (version, mode),
+            (Some(0 | 1), Some("continuable" | "one-shot")) | (Some(1), Some("unknown"))
+        );
+        let label_ok = match (mode, label) {
+            (Some("continuable"), label) => label.is_some_and(Value::is_string),
+            (_, None) => true,
+            (_, Some(label)) => label.is_string(),
+        };
+        let created_ok = field(data, "childCreatedAt")
+            .and_then(non_negative_safe_integer)
+            .is_some();
+        let Some(child) = child.filter(|_| mode_ok && label_ok && created_ok) else {
+            return Err(refuse(
+                Rule::V4Catalog,
+                format!("subagent/catalog {seq} requires a supported versioned catalog fact"),
+            ));
+        };
+        if self.relations.growing.catalog_children.contains(child) {
+            return Err(refuse(
+                Rule::V4Catalog,
+                format!("duplicate catalog child {child}"),
+            ));
+        }
+        change.growth().catalog_child = Some(child.to_owned());
+        Ok(())
+    }
+
+    /// N-DEV-4: a developer message's tool additions name tools its `headerSeq` header
+    /// defines, each exactly once with a description and parameters.
+    fn developer_binding(&self) -> Result<(), AcceptError> {
+        let Judging { data, seq, .. } = *self;
+        let additions: Vec<&str> = data
+            .get("message")
+            .and_then(|message| message.get("content"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|block| block.get("type").and_then(Value::as_str) == Some("tool-addition"))
+            .filter_map(|block| block.get("toolName").and_then(Value::as_str))
+            .collect();
+        if additions.is_empty() {
+            return Ok(());
+        }
+        let header_seq = field(data, "headerSeq").and_then(non_negative_safe_integer);
+        let tools = header_seq
+            .filter(|at| *at < seq)
+            .and_then(|at| self.relations.growing.header_tools.get(&at));
+        let Some(tools) = tools else {
+            return Err(refuse(
+                Rule::V4DeveloperBinding,
+                format!(
+                    "developer/message {seq} headerSeq {} names no earlier request/header",
+                    js_json(field(data, "headerSeq"))
+                ),
+            ));
+        };
+        match additions.iter().find(|name| !tools.iter().any(|tool| tool == *name)) {
+            Some(name) => Err(refuse(
+                Rule::V4DeveloperBinding,
+                format!(
+                    "developer/message {seq} adds tool {name} its request/header does not define once with a description and parameters"
+                ),
+            )),
+            None => Ok(()),
+        }
     }
 
     /// R19–R23: an `llm/retry` continues (or starts) one policy chain of the current step:
@@ -899,4 +990,33 @@ impl Judging<'_> {
         }
         Ok(())
     }
+}
+
+/// The tools a V4 `request/header` defines exactly once by name, each with a string
+/// `description` and object `parameters`: what a developer message may add (N-DEV-4).
+fn bindable_tools(data: &Value) -> Vec<String> {
+    let tools: Vec<&Value> = data
+        .get("header")
+        .and_then(|header| header.get("tools"))
+        .and_then(Value::as_array)
+        .map(|tools| tools.iter().collect())
+        .unwrap_or_default();
+    let name = |tool: &Value| tool.get("name").and_then(Value::as_str).map(str::to_owned);
+    let mut names: Vec<String> = tools
+        .iter()
+        .filter(|tool| {
+            tool.get("description").is_some_and(Value::is_string)
+                && tool.get("parameters").is_some_and(Value::is_object)
+        })
+        .filter_map(|tool| name(tool))
+        .filter(|candidate| {
+            tools
+                .iter()
+                .filter(|tool| name(tool).as_deref() == Some(candidate.as_str()))
+                .count()
+                == 1
+        })
+        .collect();
+    names.sort();
+    names
 }

@@ -41,7 +41,9 @@ pub(crate) const V4_ONLY: &[Rule] = &[
     Rule::V4ToolRole,
     Rule::V4ForkResult,
     Rule::V4Developer,
+    Rule::V4DeveloperBinding,
     Rule::V4StepScoped,
+    Rule::V4Catalog,
 ];
 
 /// Rules only a lazily resumed session raises, when its event source fails; each has a case

@@ -340,6 +340,57 @@ fn v4_12_the_crash_repair_result_of_a_call_never_started() {
     accepted(&with(opened(), &[assistant_calling(&["c"]), repair]));
 }
 
+fn catalog(value: Value) -> Value {
+    json!({"type": "subagent/catalog", "data": value})
+}
+
+#[test]
+fn v4_13_catalog_facts_of_both_payload_versions() {
+    accepted(&[
+        catalog(json!({"version": 1, "childId": "a", "childCreatedAt": 2, "mode": "unknown"})),
+        catalog(json!({"version": 0, "childId": "b", "childCreatedAt": 3, "mode": "one-shot"})),
+        catalog(
+            json!({"version": 0, "childId": "c", "childCreatedAt": 4, "mode": "continuable",
+                       "label": "child task", "extension": {"kept": true}}),
+        ),
+    ]);
+}
+
+#[test]
+fn v4_32_each_child_once_among_the_sessions_own_facts() {
+    let fact = catalog(json!({"version": 0, "childId": "a", "childCreatedAt": 2,
+                              "mode": "one-shot"}));
+    refused(
+        restore(&[fact.clone(), fact.clone()]),
+        Rule::V4Catalog,
+        "duplicate catalog child a",
+        Some(1),
+    );
+    // The first copy is the parent's (before the inherited marker), the second the child's own.
+    let mut seeded = h();
+    seeded["isSeeded"] = json!(true);
+    seeded["parentSession"] = json!("p");
+    let marker = json!({"type": "session/end-seed", "data": {"inherited": true}});
+    assert!(restore_with(seeded, &[fact.clone(), marker, fact]).is_ok());
+}
+
+#[test]
+fn v4_33_unsupported_catalog_facts() {
+    for fact in [
+        json!({"version": 0, "childId": "a", "childCreatedAt": 2, "mode": "unknown"}),
+        json!({"version": 0, "childId": "a", "childCreatedAt": 2, "mode": "continuable"}),
+        json!({"version": 2, "childId": "a", "childCreatedAt": 2, "mode": "one-shot"}),
+        json!({"version": 0, "childId": "a", "childCreatedAt": -1, "mode": "one-shot"}),
+    ] {
+        refused(
+            restore(&[catalog(fact)]),
+            Rule::V4Catalog,
+            "requires a supported versioned catalog fact",
+            Some(0),
+        );
+    }
+}
+
 #[test]
 fn v4_14_a_compaction_whose_checkpoint_names_its_bracket() {
     let checkpoint = json!({"type": "user/message",
@@ -511,6 +562,64 @@ fn v4_25_header_seq_goes_with_tool_additions_only() {
         Rule::V4Developer,
         "must omit headerSeq without tool additions",
         Some(3),
+    );
+}
+
+#[test]
+fn v4_26_header_seq_binds_to_an_earlier_header_defining_the_tool_once() {
+    let addition = |header_seq: u64| {
+        developer(
+            json!([{"type": "tool-addition", "toolName": "t"}]),
+            Some(header_seq),
+        )
+    };
+    let tool = json!({"name": "t", "description": "d", "parameters": {}});
+    let unbound = |events: Vec<Value>, text: &str| {
+        let seq = events.len() as u64 - 1;
+        refused(restore(&events), Rule::V4DeveloperBinding, text, Some(seq));
+    };
+    // A later event, a user message, a header without the tool, a header defining it twice,
+    // a definition without a string description.
+    unbound(
+        with(opened(), &[addition(4)]),
+        "names no earlier request/header",
+    );
+    unbound(
+        with(opened(), &[user("u1"), addition(3)]),
+        "names no earlier request/header",
+    );
+    let other = json!([{"name": "u", "description": "d", "parameters": {}}]);
+    unbound(
+        with(opened(), &[request_header(other), addition(3)]),
+        "adds tool t its request/header does not define once",
+    );
+    unbound(
+        with(
+            opened(),
+            &[request_header(json!([tool.clone(), tool])), addition(3)],
+        ),
+        "adds tool t its request/header does not define once",
+    );
+    let undescribed = json!([{"name": "t", "description": 1, "parameters": {}}]);
+    unbound(
+        with(opened(), &[request_header(undescribed), addition(3)]),
+        "adds tool t its request/header does not define once",
+    );
+}
+
+#[test]
+fn v4_26b_a_lazy_session_binds_like_a_full_one() {
+    // The binding state is relational state, so a checkpoint carries it.
+    let tools = json!([{"name": "t", "description": "d", "parameters": {}}]);
+    let events = with(opened(), &[request_header(tools)]);
+    let session = accepted(&events);
+    let checkpoint = session.checkpoint().expect("a checkpoint");
+    let relations = checkpoint.relations.clone().expect("relational state");
+    let round_trip = strata_core::Relations::from_json(&relations.to_json());
+    assert_eq!(round_trip.as_ref(), Some(&relations));
+    assert_eq!(
+        relations.growing.header_tools.get(&3),
+        Some(&vec!["t".to_owned()])
     );
 }
 
@@ -806,6 +915,14 @@ fn v4_every_v4_rule_is_raised_by_a_case() {
             )],
         ),
         vec![turn_start(1), developer(json!([]), None)],
+        with(
+            opened(),
+            &[developer(
+                json!([{"type": "tool-addition", "toolName": "t"}]),
+                Some(0),
+            )],
+        ),
+        vec![catalog(json!({"version": 9}))],
     ];
     let raised: Vec<Rule> = logs
         .iter()
