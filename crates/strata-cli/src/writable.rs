@@ -140,6 +140,7 @@ fn current_v3_in_dsh_folder(file: &Path) -> anyhow::Result<PathBuf> {
     if generation == Generation::V3 {
         return Ok(file.to_path_buf());
     }
+    refuse_v4(file, generation)?;
     let report = publish_successor(file)?;
     eprintln!(
         "{}",
@@ -192,6 +193,7 @@ pub(crate) fn refuse_older_generation(file: &Path) -> anyhow::Result<()> {
         return Ok(());
     }
     if let Ok((generation, _)) = legacy::sniff(file) {
+        refuse_v4(file, generation)?;
         if generation != Generation::V3 {
             anyhow::bail!(
                 "{}: a {} log is not appended to (strata writes V3 only); run `strata migrate {}` \
@@ -202,6 +204,18 @@ pub(crate) fn refuse_older_generation(file: &Path) -> anyhow::Result<()> {
                 file.display()
             );
         }
+    }
+    Ok(())
+}
+
+/// Refuses to write to a V4 log: strata reads V4 and does not write it yet (docs/format-v4.md).
+pub(crate) fn refuse_v4(file: &Path, generation: Generation) -> anyhow::Result<()> {
+    if generation == Generation::V4 {
+        anyhow::bail!(
+            "{}: a v4 log is read, not written, by this strata (writing V4 is not built yet, \
+             docs/format-v4.md); `validate`, `inspect`, `surface` and `messages` read it",
+            file.display()
+        );
     }
     Ok(())
 }

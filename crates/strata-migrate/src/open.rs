@@ -71,10 +71,10 @@ pub struct OlderLog {
     pub n_stored: usize,
 }
 
-/// Whether `path` holds a v0, v1 or v2 log (false for V3 and for a file that cannot be
-/// sniffed, which the V3 reader then reports).
+/// Whether `path` holds a v0, v1 or v2 log (false for V3 and V4, read by the native codec, and
+/// for a file that cannot be sniffed, which that reader then reports).
 pub fn is_older_generation(path: &Path) -> bool {
-    matches!(legacy::sniff(path), Ok((generation, _)) if generation != Generation::V3)
+    matches!(legacy::sniff(path), Ok((generation, _)) if generation < Generation::V3)
 }
 
 /// Loads a v0, v1 or v2 log file under its own generation's rules (v0/v1 as upstream rc.8's

@@ -182,6 +182,17 @@ pub enum StoreError {
         /// The generation this build reads and writes.
         supported: u32,
     },
+    /// A JSONL store keeps V3 logs only: its layout, sidecars and directory selection are V3's
+    /// (docs/format-v4.md); a V4 session is kept by the SQLite and PostgreSQL stores.
+    #[error("{store}: session \"{id}\" is a v{found} log; this JSONL store keeps v3 logs (store it in SQLite or PostgreSQL)")]
+    GenerationNotKept {
+        /// The store.
+        store: String,
+        /// The session id.
+        id: String,
+        /// The header's generation.
+        found: u64,
+    },
     /// A SQLite operation failed.
     #[error("sqlite {}: {op}: {source}", path.display())]
     Sqlite {

@@ -372,6 +372,13 @@ impl Backend for JsonlBackend {
     ) -> Result<Box<dyn LogAppender>, StoreError> {
         let id = header.id();
         self.check_new_id(id)?;
+        if header.generation() != Generation::NATIVE {
+            return Err(StoreError::GenerationNotKept {
+                store: self.describe(),
+                id: id.to_owned(),
+                found: header.generation().format_version(),
+            });
+        }
         let dir = self.session_dir(header.cwd(), id)?;
         if self.find(id)?.is_some() {
             return Err(StoreError::AlreadyExists {

@@ -181,6 +181,7 @@ fn check_generation(label: &str, generation: Generation) -> anyhow::Result<()> {
     if generation == Generation::V3 {
         return Ok(());
     }
+    crate::writable::refuse_v4(std::path::Path::new(label), generation)?;
     bail!(
         "{label}: a {} log cannot be forked into a V3 log event for event; \
          run `strata migrate` first",

@@ -30,6 +30,12 @@ pub(crate) fn run(arg: &Path, format: Format) -> anyhow::Result<Status> {
         }
     };
     let file = file.as_path();
+    // A V4 log is newer than what migrate writes: refused before its folder's lock is taken.
+    if let Ok((strata_core::Generation::V4, _)) = strata_migrate::legacy::sniff(file) {
+        return Err(anyhow::Error::new(MigrateError::AlreadyNewer {
+            file: file.display().to_string(),
+        }));
+    }
     let _lock = lock_session_dir(file)?;
     match migrate_file(file) {
         Ok(report) => {

@@ -64,6 +64,7 @@ fn refuse_older_generation(file: &Path) -> anyhow::Result<()> {
         return Ok(());
     }
     if let Ok((generation, _)) = legacy::sniff(file) {
+        crate::writable::refuse_v4(file, generation)?;
         if generation != Generation::V3 {
             bail!(
                 "{}: a {} log is repaired as it is read and cannot be appended to; \

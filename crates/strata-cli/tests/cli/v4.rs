@@ -160,3 +160,73 @@ fn exports_map_developer_text_and_tool_role_results() {
     assert_eq!(messages[2]["content"][0]["type"], "tool_result");
     assert_eq!(messages[2]["content"][0]["tool_use_id"], "call-1");
 }
+
+#[test]
+fn writing_commands_refuse_a_v4_log_and_leave_it_alone() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("session.v4.jsonl");
+    let bytes = std::fs::read(sample_v4()).expect("sample");
+    std::fs::write(&file, &bytes).expect("write");
+    for args in [
+        vec!["repair"],
+        vec!["compact", "--offline"],
+        vec!["migrate"],
+    ] {
+        let output = strata().args(&args).arg(&file).output().expect("run");
+        assert!(!output.status.success(), "{args:?} wrote a V4 log");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("v4 log") && !stderr.contains("run `strata migrate`"),
+            "{args:?}: {stderr}"
+        );
+    }
+    assert_eq!(std::fs::read(&file).expect("read"), bytes);
+    let entries: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("list")
+        .flatten()
+        .map(|entry| entry.file_name())
+        .collect();
+    assert_eq!(entries.len(), 1, "nothing written beside it: {entries:?}");
+}
+
+#[test]
+fn a_v4_log_is_kept_by_sqlite_and_refused_by_a_jsonl_store() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("store.db");
+    strata()
+        .arg("import")
+        .arg(sample_v4())
+        .arg("--store")
+        .arg(&db)
+        .assert()
+        .success();
+    strata()
+        .args(["validate", "sample-v4", "--store"])
+        .arg(&db)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("ok (15 events, 6 surface nodes"));
+    let exported = dir.path().join("out.v4.jsonl");
+    strata()
+        .args(["export", "sample-v4", "--store"])
+        .arg(&db)
+        .arg("-o")
+        .arg(&exported)
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read(&exported).expect("exported"),
+        std::fs::read(sample_v4()).expect("sample"),
+        "a V4 log round-trips through SQLite byte for byte"
+    );
+    let root = dir.path().join("jsonl");
+    strata()
+        .arg("convert")
+        .arg(sample_v4())
+        .arg(format!("jsonl:{}", root.display()))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "is a v4 log; this JSONL store keeps v3 logs",
+        ));
+}

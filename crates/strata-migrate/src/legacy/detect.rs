@@ -45,7 +45,7 @@ pub fn name_hint(path: &Path) -> NameHint {
 
 /// Decides a log's generation from its parsed first line and its name.
 ///
-/// Refuses, in this order: a name or a header `version` newer than V3 (naming the version); a
+/// Refuses, in this order: a name or a header `version` newer than V4 (naming the version); a
 /// header without a usable integer `version` (naming the generation the name implies); a name
 /// and header that disagree.
 pub fn detect_generation(
@@ -65,7 +65,7 @@ pub fn detect_generation(
         .and_then(js::number)
         .filter(|x| js::is_safe_integer(*x) && *x >= 0.0);
     if let Some(found) = numeric {
-        if found > Generation::NATIVE.format_version() as f64 {
+        if found > Generation::V4.format_version() as f64 {
             return Err(ReadError::NewerGeneration {
                 file: file.to_owned(),
                 id: id(),

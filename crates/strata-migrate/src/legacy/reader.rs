@@ -127,7 +127,7 @@ pub fn physical_header(path: &Path) -> Result<Value, ReadError> {
 impl LegacyReader {
     /// Opens a v0, v1 or v2 log file, raw or zstd (told apart by content).
     ///
-    /// Refuses a V3 log with [`ReadError::NotHeader`] naming v3: V3 logs are read by the
+    /// Refuses a V3 or V4 log with [`ReadError::NotHeader`] naming it: those are read by the
     /// native codec ([`JsonlReader`](strata_format::JsonlReader)).
     pub fn open(path: &Path) -> Result<LegacyReader, ReadError> {
         let hint = content_hint(path);
@@ -135,12 +135,14 @@ impl LegacyReader {
         let mut reader = line_reader(path, hint.zstd, &file)?;
         let (first, _) = reader.first_line()?;
         let generation = detect_generation(&file, hint, &first)?;
-        if generation == Generation::V3 {
+        if generation >= Generation::V3 {
             return Err(ReadError::NotHeader {
                 file,
-                generation: Some(Generation::V3),
-                detail: "a v3 log is read by the native codec, not the older-generation reader"
-                    .into(),
+                generation: Some(generation),
+                detail: format!(
+                    "a {} log is read by the native codec, not the older-generation reader",
+                    crate::legacy::generation_name(generation)
+                ),
             });
         }
         reader.header = logical_header(&file, generation, first)?;
@@ -157,12 +159,14 @@ impl LegacyReader {
         let mut reader = LegacyReader::new(Box::new(source), false, file);
         let (first, _) = reader.first_line()?;
         let generation = detect_generation(file, hint, &first)?;
-        if generation == Generation::V3 {
+        if generation >= Generation::V3 {
             return Err(ReadError::NotHeader {
                 file: file.to_owned(),
-                generation: Some(Generation::V3),
-                detail: "a v3 log is read by the native codec, not the older-generation reader"
-                    .into(),
+                generation: Some(generation),
+                detail: format!(
+                    "a {} log is read by the native codec, not the older-generation reader",
+                    crate::legacy::generation_name(generation)
+                ),
             });
         }
         reader.header = logical_header(file, generation, first)?;

@@ -35,6 +35,11 @@ pub fn migrate_events(
             file: context.file.to_string(),
         });
     }
+    if generation == Generation::V4 {
+        return Err(MigrateError::AlreadyNewer {
+            file: context.file.to_string(),
+        });
+    }
     let mut header = header.clone();
     let mut events: Box<dyn Iterator<Item = StageItem> + Send> = Box::new(events);
     if generation == Generation::V0 {

@@ -78,6 +78,12 @@ pub enum MigrateError {
         /// The source file.
         file: String,
     },
+    /// The source is a V4 log, newer than the V3 this chain writes.
+    #[error("{file}: a v4 log, newer than the v3 this migration writes; strata reads it as it is (docs/format-v4.md)")]
+    AlreadyNewer {
+        /// The source file.
+        file: String,
+    },
     /// The target generation already exists beside the source.
     #[error("{}: already exists; strata never overwrites a log", .path.display())]
     TargetExists {
@@ -112,7 +118,8 @@ impl MigrateError {
             MigrateError::Read(error) => !error.is_io(),
             MigrateError::Io { .. }
             | MigrateError::TargetExists { .. }
-            | MigrateError::AlreadyNative { .. } => false,
+            | MigrateError::AlreadyNative { .. }
+            | MigrateError::AlreadyNewer { .. } => false,
             _ => true,
         }
     }

@@ -75,6 +75,9 @@ pub fn migrate_file(source: &Path) -> Result<MigrateReport, MigrateError> {
     if generation == Generation::V3 {
         return Err(MigrateError::AlreadyNative { file });
     }
+    if generation == Generation::V4 {
+        return Err(MigrateError::AlreadyNewer { file });
+    }
     let target = target_path(source, hint.zstd);
     if target.exists() {
         return Err(MigrateError::TargetExists { path: target });
