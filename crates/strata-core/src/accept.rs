@@ -367,7 +367,7 @@ fn check_payload_rules(
         seq,
         shown_seq: None,
     };
-    if context.generation.is_v4() && envelope.event_type.is_known_in(context.generation) {
+    if context.generation.is_v4() && v4::reads(&envelope.event_type) {
         // V4's row rules read deeper than a V3 view is built: judge a parsed tree, dropped
         // after the rules ran.
         let parsed;
@@ -556,6 +556,21 @@ fn check_existing_payload(context: &Context<'_>, event: &Event) -> Result<(), Ac
         seq: event.seq,
         shown_seq: None,
     };
+    if context.generation.is_v4() && v4::reads(&event.event_type) {
+        let value = event.data_uncached();
+        let sources: Option<Vec<u64>> = event
+            .sources()
+            .map(|s| s.iter().map(|seq| seq.get()).collect());
+        let append = matches!(event.surface_op(), Some(SurfaceOp::Append));
+        v4::check_row(
+            &event.event_type,
+            event.seq,
+            &value,
+            append,
+            sources.as_deref(),
+        )?;
+        return check_payload_node(context, &who, &*value);
+    }
     let depth = view_depth(&event.event_type);
     if depth == 0 {
         return check_data_by_name(context, &who);

@@ -139,7 +139,17 @@ pub(crate) fn chat_model(
 /// Reopens a stored session for the agent (lazily, from its checkpoint when one is valid): the
 /// store closes what a crash left open — a compaction bracket, recorded as interrupted, then
 /// the turn — before the end-seed marker.
+/// A V4 session is refused before anything is written: the agent loop writes V3 events
+/// (docs/format-v4.md).
 fn resume(store: &Store, id: &str) -> anyhow::Result<strata_store::SessionWriter> {
+    let generation = store.scan(id)?.header().generation();
+    if generation == strata_core::Generation::V4 {
+        anyhow::bail!(
+            "{}#{id}: a v4 session is read, not written, by this strata (the agent loop writes \
+             V3 events; docs/format-v4.md)",
+            store.backend().describe()
+        );
+    }
     Ok(store.open_write(id)?)
 }
 

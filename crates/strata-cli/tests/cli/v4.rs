@@ -230,3 +230,54 @@ fn a_v4_log_is_kept_by_sqlite_and_refused_by_a_jsonl_store() {
             "is a v4 log; this JSONL store keeps v3 logs",
         ));
 }
+
+#[test]
+fn the_agent_does_not_resume_a_v4_session() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("store.db");
+    strata()
+        .arg("import")
+        .arg(sample_v4())
+        .arg("--store")
+        .arg(&db)
+        .assert()
+        .success();
+    let script = dir.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"{"responses": [{"events": [{"type": "text_delta", "text": "Hello."}, {"type": "finish", "reason": "stop"}]}]}"#,
+    )
+    .expect("script");
+    strata()
+        .args([
+            "run",
+            "hello",
+            "--resume",
+            "--session",
+            "sample-v4",
+            "--store",
+        ])
+        .arg(&db)
+        .arg("--model-script")
+        .arg(&script)
+        .arg("--workdir")
+        .arg(dir.path())
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "a v4 session is read, not written",
+        ));
+    // Nothing was appended: the exported log is the sample, byte for byte.
+    let exported = dir.path().join("out.v4.jsonl");
+    strata()
+        .args(["export", "sample-v4", "--store"])
+        .arg(&db)
+        .arg("-o")
+        .arg(&exported)
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read(&exported).expect("exported"),
+        std::fs::read(sample_v4()).expect("sample")
+    );
+}

@@ -14,6 +14,29 @@ use crate::json::{canonical_decimal, non_negative_safe_integer};
 use crate::rule::{AcceptError, Rule};
 use crate::seq::Seq;
 
+/// Whether V4's row admission reads a payload of this type: the message slots, the content
+/// slots and request headers. Every other type takes V3's path unchanged.
+pub(super) fn reads(event_type: &EventType) -> bool {
+    match event_type {
+        EventType::UserMessage
+        | EventType::SystemMessage
+        | EventType::DeveloperMessage
+        | EventType::AssistantMessage
+        | EventType::AssistantAttempt
+        | EventType::ToolResult
+        | EventType::RequestHeader => true,
+        EventType::Other(name) => matches!(
+            name.as_str(),
+            "agent/inbox/spliced"
+                | "session/title-llm-request"
+                | "team/message/queued"
+                | "compaction/summary"
+                | "tool/ptc-dispatch"
+        ),
+        _ => false,
+    }
+}
+
 /// Runs V4's row admission on one known event's payload. `ignorable` rows of
 /// `developer/message` are judged too: a V4 reader knows the type (N-ROW-1).
 pub(super) fn check_row(
