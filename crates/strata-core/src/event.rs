@@ -102,6 +102,10 @@ impl EventType {
             EventType::AssistantAttempt => generation >= Generation::V2,
             EventType::AssistantChunk => generation <= Generation::V1,
             EventType::DeveloperMessage => generation >= Generation::V4,
+            // zDSH's `slots/dispatch` never was upstream's, and no V4 log holds it.
+            EventType::Other(name) if generation.is_v4() && name.as_str() == "slots/dispatch" => {
+                false
+            }
             EventType::Other(name) => generation
                 .plugin_types()
                 .binary_search(&name.as_str())

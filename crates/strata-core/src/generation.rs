@@ -72,9 +72,7 @@ impl Generation {
     /// The plugin event types this generation's vocabulary declares, sorted for binary
     /// search (`EventType::is_known_in` reads them).
     pub(crate) fn plugin_types(self) -> &'static [&'static str] {
-        if self >= Generation::V4 {
-            V4_PLUGIN_TYPES
-        } else if self >= Generation::V3 {
+        if self >= Generation::V3 {
             V3_PLUGIN_TYPES
         } else {
             V0_PLUGIN_TYPES
@@ -160,16 +158,13 @@ impl Generation {
 
 /// Every plugin type name any generation knows (for interning).
 pub(crate) fn all_plugin_types() -> impl Iterator<Item = &'static str> {
-    V4_PLUGIN_TYPES
-        .iter()
-        .chain(V3_PLUGIN_TYPES)
-        .chain(V0_PLUGIN_TYPES)
-        .copied()
+    V3_PLUGIN_TYPES.iter().chain(V0_PLUGIN_TYPES).copied()
 }
 
 /// Plugin event types known to the V3 build (session-core §3.2, with `image/offload`, which
 /// upstream's released V3 vocabulary lists: docs/format-v4.md §2.1), sorted for binary search.
-/// zDSH's `slots/dispatch` stays readable (docs/divergences.md).
+/// zDSH's `slots/dispatch` stays readable in V3 logs (docs/divergences.md); V4 knows the same
+/// list without it (`EventType::is_known_in`), and `developer/message` as a core type.
 const V3_PLUGIN_TYPES: &[&str] = &[
     "agent-preset/selected",
     "agent/inbox/spliced",
@@ -201,56 +196,6 @@ const V3_PLUGIN_TYPES: &[&str] = &[
     "session/title",
     "session/title-llm-request",
     "slots/dispatch",
-    "subagent/catalog",
-    "subagent/descriptor",
-    "subagent/model-selection-policy",
-    "team/member",
-    "team/message/delivered",
-    "team/message/queued",
-    "team/task",
-    "tool-workflow/agent-end",
-    "tool-workflow/agent-start",
-    "tool-workflow/run-end",
-    "tool-workflow/run-start",
-    "tool/ptc-dispatch",
-    "tool/ptc-dispatch-start",
-    "web/deepseek-search-llm-request",
-    "workspace/changes",
-];
-
-/// Plugin event types a V4 reader knows (docs/format-v4.md §2.1): the released V3
-/// vocabulary without zDSH's `slots/dispatch`, which upstream never released
-/// (`developer/message`, the type V4 adds, is a core type), sorted for binary search.
-const V4_PLUGIN_TYPES: &[&str] = &[
-    "agent-preset/selected",
-    "agent/inbox/spliced",
-    "approval/asked",
-    "approval/decided",
-    "approval/policy",
-    "command/done",
-    "command/run",
-    "compaction/end",
-    "compaction/prune",
-    "compaction/start",
-    "compaction/summary",
-    "deliverables/presented",
-    "feedback/message-delete",
-    "feedback/message-put",
-    "feedback/record",
-    "goal/change",
-    "hook/invoked",
-    "hook/result",
-    "image/offload",
-    "llm/retry",
-    "llm/retry-started",
-    "model/selection",
-    "permission/preset",
-    "plan/mode",
-    "sandbox/mode",
-    "schedule/change",
-    "session-log-deepseek/delivery-accepted",
-    "session/title",
-    "session/title-llm-request",
     "subagent/catalog",
     "subagent/descriptor",
     "subagent/model-selection-policy",
@@ -313,7 +258,7 @@ mod tests {
 
     #[test]
     fn plugin_lists_are_sorted_for_binary_search() {
-        for list in [V4_PLUGIN_TYPES, V3_PLUGIN_TYPES, V0_PLUGIN_TYPES] {
+        for list in [V3_PLUGIN_TYPES, V0_PLUGIN_TYPES] {
             assert!(list.windows(2).all(|pair| pair[0] < pair[1]));
         }
     }

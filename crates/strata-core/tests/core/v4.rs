@@ -524,6 +524,14 @@ fn v4_22_and_23_required_retired_and_unknown_types() {
         "format v4 contains unknown event type \"x/y\" at seq 0",
         Some(0),
     );
+    // zDSH's fork-only type is unknown to V4; `image/offload` is upstream's.
+    refused(
+        restore(&[json!({"type": "slots/dispatch", "data": {}})]),
+        Rule::UnknownType,
+        "unknown event type \"slots/dispatch\"",
+        Some(0),
+    );
+    accepted(&[json!({"type": "image/offload", "data": {"targets": []}})]);
 }
 
 #[test]
