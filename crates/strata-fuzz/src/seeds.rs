@@ -13,9 +13,10 @@ use crate::checkpoint::{base, BASE_LOG};
 /// A named seed input.
 pub type Seed = (String, Vec<u8>);
 
-/// The V3 logs the repository ships (relative to its root).
+/// The V3 and V4 logs the repository ships (relative to its root).
 const V3_LOGS: &[&str] = &[
     "examples/sample.v3.jsonl",
+    "examples/sample.v4.jsonl",
     "crates/strata-store/tests/golden/v3-every-type.jsonl",
 ];
 
