@@ -456,7 +456,7 @@ fn v4_placement(meta: &MetaInput) -> (bool, Option<Vec<u64>>) {
 }
 
 /// The head and relational rules (docs/rules.md: S9–S13, R1–R53) on an event the rules above
-/// accepted, against `relations` and the surface before the event; V3 logs only (older
+/// accepted, against `relations` and the surface before the event; V3 and V4 logs only (older
 /// generations keep their own rule sets). `facts` are the event's payload facts when a
 /// decoding thread read them ahead ([`PrecheckedRow`](crate::ingest::PrecheckedRow)). Errors are
 /// located and worded like the other rules'.

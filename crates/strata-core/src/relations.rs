@@ -1038,13 +1038,7 @@ fn is_not_started_repair(event: &Event, data: &Value, call_id: Option<&Value>) -
             .and_then(|rest| rest.strip_prefix(call_id))
             .and_then(|rest| rest.strip_prefix('-'))
             .is_some_and(|suffix| {
-                let digits = suffix.strip_prefix('-').unwrap_or(suffix);
-                !digits.is_empty()
-                    && digits.bytes().all(|byte| byte.is_ascii_digit())
-                    && digits
-                        .parse::<u64>()
-                        .is_ok_and(|n| n <= crate::seq::MAX_SAFE_INTEGER)
-                    && (digits.len() == 1 || !digits.starts_with('0'))
+                crate::json::canonical_decimal(suffix.strip_prefix('-').unwrap_or(suffix)).is_some()
             }),
         _ => false,
     };

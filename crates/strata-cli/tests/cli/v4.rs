@@ -11,6 +11,32 @@ fn sample_v4() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/sample.v4.jsonl")
 }
 
+/// The V4 sample imported into a SQLite store in `dir`; the store's path.
+fn imported_sample(dir: &std::path::Path) -> PathBuf {
+    let db = dir.join("store.db");
+    strata()
+        .arg("import")
+        .arg(sample_v4())
+        .arg("--store")
+        .arg(&db)
+        .assert()
+        .success();
+    db
+}
+
+/// The bytes `strata export` writes of the sample's session in store `db`.
+fn exported_sample(db: &std::path::Path, dir: &std::path::Path) -> Vec<u8> {
+    let exported = dir.join("out.v4.jsonl");
+    strata()
+        .args(["export", "sample-v4", "--store"])
+        .arg(db)
+        .arg("-o")
+        .arg(&exported)
+        .assert()
+        .success();
+    std::fs::read(&exported).expect("exported")
+}
+
 #[test]
 fn the_v4_sample_validates() {
     strata()
@@ -192,30 +218,15 @@ fn writing_commands_refuse_a_v4_log_and_leave_it_alone() {
 #[test]
 fn a_v4_log_is_kept_by_sqlite_and_refused_by_a_jsonl_store() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let db = dir.path().join("store.db");
-    strata()
-        .arg("import")
-        .arg(sample_v4())
-        .arg("--store")
-        .arg(&db)
-        .assert()
-        .success();
+    let db = imported_sample(dir.path());
     strata()
         .args(["validate", "sample-v4", "--store"])
         .arg(&db)
         .assert()
         .success()
         .stdout(predicate::str::contains("ok (15 events, 6 surface nodes"));
-    let exported = dir.path().join("out.v4.jsonl");
-    strata()
-        .args(["export", "sample-v4", "--store"])
-        .arg(&db)
-        .arg("-o")
-        .arg(&exported)
-        .assert()
-        .success();
     assert_eq!(
-        std::fs::read(&exported).expect("exported"),
+        exported_sample(&db, dir.path()),
         std::fs::read(sample_v4()).expect("sample"),
         "a V4 log round-trips through SQLite byte for byte"
     );
@@ -234,14 +245,7 @@ fn a_v4_log_is_kept_by_sqlite_and_refused_by_a_jsonl_store() {
 #[test]
 fn the_agent_does_not_resume_a_v4_session() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let db = dir.path().join("store.db");
-    strata()
-        .arg("import")
-        .arg(sample_v4())
-        .arg("--store")
-        .arg(&db)
-        .assert()
-        .success();
+    let db = imported_sample(dir.path());
     let script = dir.path().join("script.json");
     std::fs::write(
         &script,
@@ -268,16 +272,8 @@ fn the_agent_does_not_resume_a_v4_session() {
             "a v4 session is read, not written",
         ));
     // Nothing was appended: the exported log is the sample, byte for byte.
-    let exported = dir.path().join("out.v4.jsonl");
-    strata()
-        .args(["export", "sample-v4", "--store"])
-        .arg(&db)
-        .arg("-o")
-        .arg(&exported)
-        .assert()
-        .success();
     assert_eq!(
-        std::fs::read(&exported).expect("exported"),
+        exported_sample(&db, dir.path()),
         std::fs::read(sample_v4()).expect("sample")
     );
 }
